@@ -1,0 +1,116 @@
+"""The running example every notebook and the CLI share.
+
+Vocabulary ``<PAD> <BOS> <EOS> I like transformers``, the sentence
+``<BOS> I like transformers <EOS>``, d_model 16, 2 heads (d_k = d_v = 8),
+seed 42. ``running_example()`` rebuilds all of it in one call, from generators
+of its own, so no notebook depends on another having run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .matrix import Matrix, ShapeError
+from .weights import MHAWeights, derive_rng, init_mha_weights
+
+VOCAB = ["<PAD>", "<BOS>", "<EOS>", "I", "like", "transformers"]
+SENTENCE = "<BOS> I like transformers <EOS>"
+D_MODEL = 16
+NUM_HEADS = 2
+SEED = 42
+MAX_LEN = 8  # rows of the position table; longer sentences get a longer table
+PAD_ID = 0
+EMBED_STD = 0.5  # small enough that the first softmax is not saturated; try 1.0 and watch
+
+
+def tokenize(sentence: str) -> list[str]:
+    """Split a sentence on spaces: ``"<BOS> I like"`` -> ``['<BOS>', 'I', 'like']``."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"tokenize: sentence must be a str, got {type(sentence).__name__}")
+    tokens = sentence.split()
+    if not tokens:
+        raise ValueError("tokenize: the sentence is empty; give at least one token")
+    return tokens
+
+
+def encode(tokens: Sequence[str], vocab: Sequence[str] = VOCAB) -> list[int]:
+    """Each token's position in the vocabulary.
+
+    >>> encode(["<BOS>", "I", "like", "transformers", "<EOS>"])
+    [1, 3, 4, 5, 2]
+    """
+    ids = []
+    for token in tokens:
+        if token not in vocab:
+            raise ValueError(
+                f"encode: {token!r} is not in the vocabulary; the vocabulary is {' '.join(vocab)}"
+            )
+        ids.append(list(vocab).index(token))
+    return ids
+
+
+def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: float = EMBED_STD) -> Matrix:
+    """A (num_rows, d_model) table of N(0, std) draws from the generator ``derive_rng(seed, name)``.
+
+    Rows are drawn in order, so a longer table starts with the same rows.
+    """
+    rng = derive_rng(seed, name)
+    return [[rng.gauss(0.0, std) for _ in range(d_model)] for _ in range(num_rows)]
+
+
+def embed(ids: Sequence[int], token_table: Matrix, position_table: Matrix) -> Matrix:
+    """X[i] = token_table[ids[i]] + position_table[i]: (len(ids), d_model).
+
+    >>> embed([1, 0], [[1, 2], [10, 20]], [[0.5, 0.5], [0.25, 0.25]])
+    [[10.5, 20.5], [1.25, 2.25]]
+    """
+    if len(ids) > len(position_table):
+        raise ShapeError(
+            f"embed: {len(ids)} tokens but the position table has {len(position_table)} rows; "
+            "it needs one row per position"
+        )
+    for i, t in enumerate(ids):
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < len(token_table):
+            raise ValueError(
+                f"embed: ids[{i}] is {t!r}; token ids must be ints from 0 to {len(token_table) - 1}"
+            )
+    if len(token_table[0]) != len(position_table[0]):
+        raise ShapeError(
+            f"embed: token rows have {len(token_table[0])} entries but position rows have "
+            f"{len(position_table[0])}; both must be d_model wide"
+        )
+    return [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
+
+
+class Example(NamedTuple):
+    """Everything the running example is made of."""
+
+    tokens: list[str]  # the sentence, one token per row of x
+    ids: list[int]  # each token's index in VOCAB
+    token_embeddings: Matrix  # (len(VOCAB), d_model)
+    position_embeddings: Matrix  # (max_len, d_model)
+    x: Matrix  # (seq_len, d_model) = token + position
+    weights: MHAWeights  # the layer's W_Q, W_K, W_V, W_O
+
+
+def running_example(
+    *,
+    sentence: str = SENTENCE,
+    d_model: int = D_MODEL,
+    num_heads: int = NUM_HEADS,
+    seed: int = SEED,
+    **weight_options,
+) -> Example:
+    """Build the running example; ``weight_options`` go to ``init_mha_weights`` (bias, init, ...).
+
+    >>> ex = running_example()
+    >>> ex.tokens, len(ex.x), len(ex.x[0])
+    (['<BOS>', 'I', 'like', 'transformers', '<EOS>'], 5, 16)
+    """
+    weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
+    tokens = tokenize(sentence)
+    ids = encode(tokens)
+    token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding")
+    position_table = embedding_table(max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding")
+    return Example(tokens, ids, token_table, position_table, embed(ids, token_table, position_table), weights)

@@ -1,0 +1,189 @@
+"""A tensor as PyTorch stores it: one flat list, a shape, and strides.
+
+Element ``[i0, i1, ...]`` lives at ``data[offset + i0 * strides[0] + i1 * strides[1] + ...]``.
+``view`` reads the same list with another shape; ``transpose_dims`` swaps two
+strides and moves nothing; ``contiguous`` is the copy that puts elements back
+in row-major order. This is what ``x.view(B, T, h, d_k).transpose(1, 2)`` does.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from typing import NamedTuple
+
+
+class Strided(NamedTuple):
+    """A view of a flat list of numbers as an n-dimensional tensor."""
+
+    data: list  # the storage, shared between views
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+
+def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides of a contiguous tensor: the last dimension moves by 1.
+
+    >>> row_major_strides((2, 5, 16))
+    (80, 16, 1)
+    """
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for n in shape:
+        count *= n
+    return count
+
+
+def _nested_shape(nested) -> tuple[int, ...]:
+    dims = []
+    while isinstance(nested, (list, tuple)):
+        if not nested:
+            raise ValueError("tensor: empty lists have no shape to read")
+        dims.append(len(nested))
+        nested = nested[0]
+    return tuple(dims)
+
+
+def tensor(nested) -> Strided:
+    """Copy nested lists (all rows the same length) into a contiguous Strided tensor.
+
+    >>> tensor([[1, 2, 3], [4, 5, 6]])
+    Strided(data=[1, 2, 3, 4, 5, 6], shape=(2, 3), strides=(3, 1), offset=0)
+    """
+    shape = _nested_shape(nested)
+    data = []
+
+    def flatten(node, depth):
+        if depth == len(shape):
+            if isinstance(node, (list, tuple)):
+                raise ValueError("tensor: the nesting is deeper in some places than others")
+            data.append(node)
+            return
+        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
+            raise ValueError(f"tensor: ragged at depth {depth}; every list there must have {shape[depth]} items")
+        for child in node:
+            flatten(child, depth + 1)
+
+    flatten(nested, 0)
+    return Strided(data, shape, row_major_strides(shape))
+
+
+def storage_index(t: Strided, index: tuple[int, ...]) -> int:
+    """Where element ``index`` lives in ``t.data``: offset + sum of index * stride.
+
+    >>> storage_index(tensor([[1, 2, 3], [4, 5, 6]]), (1, 2))
+    5
+    """
+    if len(index) != len(t.shape):
+        raise IndexError(f"storage_index: index {index} has {len(index)} numbers; the tensor has {len(t.shape)} dimensions")
+    for d, (i, n) in enumerate(zip(index, t.shape)):
+        if not 0 <= i < n:
+            raise IndexError(f"storage_index: index {i} is out of range for dimension {d} of size {n}")
+    return t.offset + sum(i * s for i, s in zip(index, t.strides))
+
+
+def element(t: Strided, index: tuple[int, ...]):
+    """The element at ``index``."""
+    return t.data[storage_index(t, index)]
+
+
+def is_contiguous(t: Strided) -> bool:
+    """True when the strides are the row-major ones: reading data in order walks the tensor in order.
+
+    >>> is_contiguous(transpose_dims(tensor([[1, 2], [3, 4]]), 0, 1))
+    False
+    """
+    return all(s == r for n, s, r in zip(t.shape, t.strides, row_major_strides(t.shape)) if n != 1)
+
+
+def view(t: Strided, shape: tuple[int, ...]) -> Strided:
+    """The same data read with another shape (same number of elements); nothing is copied.
+
+    Like PyTorch's ``view``, it needs a contiguous tensor: after a transpose the
+    elements are no longer in row-major order, so no single set of strides
+    describes the new shape. Call ``contiguous`` first.
+
+    >>> view(tensor([1, 2, 3, 4, 5, 6]), (2, 3)).strides
+    (3, 1)
+    """
+    shape = tuple(shape)
+    if _numel(shape) != _numel(t.shape):
+        raise ValueError(
+            f"view: shape {t.shape} has {_numel(t.shape)} elements but {shape} has {_numel(shape)}; "
+            "a view must keep the number of elements"
+        )
+    if not is_contiguous(t):
+        raise ValueError(
+            f"view: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
+            "its elements are not in row-major order, so call contiguous() first (a copy)"
+        )
+    return Strided(t.data, shape, row_major_strides(shape), t.offset)
+
+
+def transpose_dims(t: Strided, dim0: int, dim1: int) -> Strided:
+    """Swap two dimensions by swapping their sizes and strides; the data list is shared, not moved.
+
+    >>> transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)
+    Strided(data=[1, 2, 3, 4, 5, 6], shape=(3, 2), strides=(1, 3), offset=0)
+    """
+    for d in (dim0, dim1):
+        if not 0 <= d < len(t.shape):
+            raise IndexError(f"transpose_dims: dimension {d} does not exist in a {len(t.shape)}-dimensional tensor")
+    shape, strides = list(t.shape), list(t.strides)
+    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
+    return Strided(t.data, tuple(shape), tuple(strides), t.offset)
+
+
+def contiguous(t: Strided) -> Strided:
+    """A tensor with the same elements in row-major order: ``t`` itself if it is already, else a copy.
+
+    >>> contiguous(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)).data
+    [1, 4, 2, 5, 3, 6]
+    """
+    if is_contiguous(t):
+        return t
+    data = [t.data[storage_index(t, index)] for index in product(*(range(n) for n in t.shape))]
+    return Strided(data, t.shape, row_major_strides(t.shape))
+
+
+def tolist(t: Strided):
+    """The tensor as nested lists, in the order its shape and strides say.
+
+    >>> tolist(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1))
+    [[1, 4], [2, 5], [3, 6]]
+    """
+    def build(prefix):
+        if len(prefix) == len(t.shape):
+            return element(t, tuple(prefix))
+        return [build(prefix + [i]) for i in range(t.shape[len(prefix)])]
+
+    return build([])
+
+
+def strided_split_heads(t: Strided, num_heads: int) -> Strided:
+    """[B, T, d_model] -view-> [B, T, num_heads, d_k] -transpose(1, 2)-> [B, num_heads, T, d_k].
+
+    No element moves: the result shares ``t.data`` and is not contiguous.
+    """
+    if len(t.shape) != 3:
+        raise ValueError(f"strided_split_heads: expected a [batch, seq_len, d_model] tensor, got shape {t.shape}")
+    B, T, d_model = t.shape
+    if d_model % num_heads:
+        raise ValueError(f"strided_split_heads: d_model {d_model} is not divisible by num_heads {num_heads}")
+    return transpose_dims(view(t, (B, T, num_heads, d_model // num_heads)), 1, 2)
+
+
+def strided_merge_heads(t: Strided) -> Strided:
+    """[B, num_heads, T, d_k] -transpose(1, 2)-> [B, T, num_heads, d_k] -contiguous-> -view-> [B, T, d_model]."""
+    if len(t.shape) != 4:
+        raise ValueError(f"strided_merge_heads: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {t.shape}")
+    B, h, T, d_k = t.shape
+    return view(contiguous(transpose_dims(t, 1, 2)), (B, T, h * d_k))

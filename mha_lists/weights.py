@@ -1,0 +1,257 @@
+"""The weights of one multi-head attention layer: their shapes, how they are drawn, how many.
+
+Every weight is (d_in, d_out) and applied as ``X @ W`` -- W_O included.
+
+- ``W_Q[h]`` (d_model, d_k) for each of the num_heads query heads;
+- ``W_K[g]`` (d_model, d_k) and ``W_V[g]`` (d_model, d_v) for each of the
+  num_kv_heads key/value heads (num_kv_heads = num_heads is plain multi-head
+  attention, a smaller divisor is grouped-query attention, 1 is multi-query);
+- ``W_O`` (num_heads * d_v, d_model);
+- optional biases ``b_Q[h]``, ``b_K[g]``, ``b_V[g]`` and ``b_O``.
+
+Random numbers come from ``derive_rng(seed, name)``: one local generator per
+matrix, so drawing one more number for one matrix never shifts another.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import NamedTuple, Optional
+
+from .matrix import Matrix, ShapeError, Vector, check_matrix, check_vector, describe
+
+INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2")
+
+
+class MHAWeights(NamedTuple):
+    """Weights of one multi-head attention layer (see the module docstring for shapes)."""
+
+    W_Q: list[Matrix]  # one (d_model, d_k) matrix per query head
+    W_K: list[Matrix]  # one (d_model, d_k) matrix per key/value head
+    W_V: list[Matrix]  # one (d_model, d_v) matrix per key/value head
+    W_O: Matrix  # (num_heads * d_v, d_model)
+    b_Q: Optional[list[Vector]] = None  # one (d_k,) vector per query head
+    b_K: Optional[list[Vector]] = None  # one (d_k,) vector per key/value head
+    b_V: Optional[list[Vector]] = None  # one (d_v,) vector per key/value head
+    b_O: Optional[Vector] = None  # (d_model,)
+
+
+class Dims(NamedTuple):
+    """The sizes a set of weights implies."""
+
+    d_model: int
+    num_heads: int
+    num_kv_heads: int
+    d_k: int
+    d_v: int
+
+
+def derive_rng(seed: int, name: str) -> random.Random:
+    """A generator of its own for one named thing, e.g. ``derive_rng(42, "W_Q/head0")``.
+
+    Seeding with the string ``"mha-lists/42/W_Q/head0"`` gives each matrix a
+    stream that does not depend on how many numbers other matrices drew.
+
+    >>> derive_rng(42, "x").random() == derive_rng(42, "x").random()
+    True
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"derive_rng: seed must be an int, got {seed!r}")
+    return random.Random(f"mha-lists/{seed}/{name}")
+
+
+# === Drawing weights ===
+
+
+def init_matrix(
+    rows: int,
+    cols: int,
+    rng: random.Random,
+    scheme: str = "xavier_uniform",
+    *,
+    fan_in: Optional[int] = None,
+    fan_out: Optional[int] = None,
+    std: float = 0.02,
+) -> Matrix:
+    """Draw a (rows, cols) matrix from ``rng`` with one of ``INIT_SCHEMES``.
+
+    fan_in and fan_out default to rows and cols; pass the full layer's fans
+    when the matrix is one head's column block of a wider one.
+
+    - ``xavier_uniform``: U(-a, a), a = sqrt(6 / (fan_in + fan_out))
+    - ``xavier_normal``: N(0, std = sqrt(2 / (fan_in + fan_out)))
+    - ``kaiming_normal``: N(0, std = sqrt(2 / fan_in))
+    - ``normal`` and ``gpt2``: N(0, std)
+    """
+    fan_in = rows if fan_in is None else fan_in
+    fan_out = cols if fan_out is None else fan_out
+    if scheme == "xavier_uniform":
+        a = math.sqrt(6 / (fan_in + fan_out))
+        return [[rng.uniform(-a, a) for _ in range(cols)] for _ in range(rows)]
+    if scheme == "xavier_normal":
+        sigma = math.sqrt(2 / (fan_in + fan_out))
+    elif scheme == "kaiming_normal":
+        sigma = math.sqrt(2 / fan_in)
+    elif scheme in ("normal", "gpt2"):
+        sigma = std
+    else:
+        raise ValueError(f"init_matrix: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
+    return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
+
+
+def _check_positive_int(func: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{func}: {name} must be a positive int, got {value!r}")
+    return value
+
+
+def init_mha_weights(
+    d_model: int,
+    num_heads: int,
+    *,
+    seed: int,
+    bias: bool = False,
+    d_k: Optional[int] = None,
+    d_v: Optional[int] = None,
+    num_kv_heads: Optional[int] = None,
+    init: str = "xavier_uniform",
+    std: float = 0.02,
+    n_layer: int = 1,
+) -> MHAWeights:
+    """Draw the weights of one layer from local generators seeded by ``seed``.
+
+    d_k and d_v default to d_model / num_heads, num_kv_heads to num_heads.
+    ``init`` is one of ``INIT_SCHEMES``; fans are those of the whole layer's
+    matrix (W_Q is (d_model, num_heads * d_k), W_O is (num_heads * d_v, d_model)).
+    ``normal`` uses ``std``; ``gpt2`` uses std 0.02 and scales W_O's std by
+    1 / sqrt(2 * n_layer). Biases, when asked for, start at zero, as in
+    PyTorch's ``nn.MultiheadAttention`` and GPT-2.
+
+    >>> w = init_mha_weights(16, 2, seed=42)
+    >>> len(w.W_Q), len(w.W_Q[0]), len(w.W_Q[0][0]), len(w.W_O), len(w.W_O[0])
+    (2, 16, 8, 16, 16)
+    """
+    func = "init_mha_weights"
+    _check_positive_int(func, "d_model", d_model)
+    _check_positive_int(func, "num_heads", num_heads)
+    if d_k is None or d_v is None:
+        if d_model % num_heads:
+            raise ShapeError(
+                f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "
+                "d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)"
+            )
+    d_k = d_model // num_heads if d_k is None else _check_positive_int(func, "d_k", d_k)
+    d_v = d_model // num_heads if d_v is None else _check_positive_int(func, "d_v", d_v)
+    g = num_heads if num_kv_heads is None else _check_positive_int(func, "num_kv_heads", num_kv_heads)
+    if num_heads % g:
+        raise ShapeError(
+            f"{func}: num_kv_heads {g} does not divide num_heads {num_heads}; "
+            "each key/value head must serve the same number of query heads"
+        )
+    if init not in INIT_SCHEMES:
+        raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
+    if init == "gpt2":
+        std = 0.02
+    _check_positive_int(func, "n_layer", n_layer)
+
+    def draw(name: str, rows: int, cols: int, fan_out: int, sigma: float = std) -> Matrix:
+        return init_matrix(rows, cols, derive_rng(seed, name), init, fan_in=rows, fan_out=fan_out, std=sigma)
+
+    W_Q = [draw(f"W_Q/head{h}", d_model, d_k, num_heads * d_k) for h in range(num_heads)]
+    W_K = [draw(f"W_K/head{j}", d_model, d_k, g * d_k) for j in range(g)]
+    W_V = [draw(f"W_V/head{j}", d_model, d_v, g * d_v) for j in range(g)]
+    o_std = std / math.sqrt(2 * n_layer) if init == "gpt2" else std
+    W_O = draw("W_O", num_heads * d_v, d_model, d_model, o_std)
+    if not bias:
+        return MHAWeights(W_Q, W_K, W_V, W_O)
+    return MHAWeights(
+        W_Q, W_K, W_V, W_O,
+        b_Q=[[0.0] * d_k for _ in range(num_heads)],
+        b_K=[[0.0] * d_k for _ in range(g)],
+        b_V=[[0.0] * d_v for _ in range(g)],
+        b_O=[0.0] * d_model,
+    )
+
+
+# === Checking and counting ===
+
+
+def _check_heads(func: str, name: str, mats: object) -> tuple[int, int, int]:
+    """Check a list of same-shaped matrices; return (count, rows, cols)."""
+    if not isinstance(mats, (list, tuple)) or len(mats) == 0:
+        raise ShapeError(f"{func}: weights.{name} must be a non-empty list with one matrix per head")
+    shapes = [check_matrix(func, f"weights.{name}[{h}]", M) for h, M in enumerate(mats)]
+    for h, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise ShapeError(
+                f"{func}: weights.{name}[0] is {describe(shapes[0])} but weights.{name}[{h}] is "
+                f"{describe(s)}; every head must have the same shape"
+            )
+    return len(mats), shapes[0][0], shapes[0][1]
+
+
+def _check_biases(func: str, name: str, biases: object, count: int, width: int) -> None:
+    if biases is None:
+        return
+    if not isinstance(biases, (list, tuple)) or len(biases) != count:
+        n = len(biases) if isinstance(biases, (list, tuple)) else type(biases).__name__
+        raise ShapeError(f"{func}: weights.{name} has {n} vectors; it needs one per head ({count})")
+    for h, b in enumerate(biases):
+        if check_vector(func, f"weights.{name}[{h}]", b) != width:
+            raise ShapeError(
+                f"{func}: weights.{name}[{h}] has {len(b)} entries; it must have {width} "
+                f"(the width of that head)"
+            )
+
+
+def check_weights(func: str, weights: object) -> Dims:
+    """Check every shape in ``weights`` against the others; return the sizes they imply."""
+    if not isinstance(weights, MHAWeights):
+        raise TypeError(f"{func}: weights must be an MHAWeights, got {type(weights).__name__}")
+    h, d_model, d_k = _check_heads(func, "W_Q", weights.W_Q)
+    g, d_model_k, d_k_k = _check_heads(func, "W_K", weights.W_K)
+    g_v, d_model_v, d_v = _check_heads(func, "W_V", weights.W_V)
+    if (d_model_k, d_k_k) != (d_model, d_k):
+        raise ShapeError(
+            f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_k}x{d_k_k}; "
+            "queries and keys must have the same width d_k to be multiplied"
+        )
+    if g_v != g or d_model_v != d_model:
+        raise ShapeError(
+            f"{func}: W_K has {g} heads of {d_model}x{d_k} but W_V has {g_v} heads of "
+            f"{d_model_v}x{d_v}; keys and values need the same number of heads and d_model rows"
+        )
+    if h % g:
+        raise ShapeError(
+            f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
+        )
+    rows, cols = check_matrix(func, "weights.W_O", weights.W_O)
+    if (rows, cols) != (h * d_v, d_model):
+        raise ShapeError(
+            f"{func}: W_O is {rows}x{cols}; it must be (num_heads * d_v) x d_model = "
+            f"{h * d_v}x{d_model} ({h} heads of width {d_v})"
+        )
+    _check_biases(func, "b_Q", weights.b_Q, h, d_k)
+    _check_biases(func, "b_K", weights.b_K, g, d_k)
+    _check_biases(func, "b_V", weights.b_V, g, d_v)
+    if weights.b_O is not None and check_vector(func, "weights.b_O", weights.b_O) != d_model:
+        raise ShapeError(f"{func}: weights.b_O has {len(weights.b_O)} entries; it must have d_model = {d_model}")
+    return Dims(d_model, h, g, d_k, d_v)
+
+
+def parameter_count(weights: MHAWeights) -> int:
+    """Count every weight and bias entry: 4 * d_model^2 (+ 4 * d_model) in the standard layout.
+
+    >>> parameter_count(init_mha_weights(16, 2, seed=42))  # 4 * 16 * 16
+    1024
+    >>> parameter_count(init_mha_weights(16, 2, seed=42, bias=True))  # + 4 * 16
+    1088
+    """
+    check_weights("parameter_count", weights)
+    count = 0
+    for group in (weights.W_Q, weights.W_K, weights.W_V, [weights.W_O]):
+        count += sum(len(M) * len(M[0]) for M in group)
+    for biases in (weights.b_Q, weights.b_K, weights.b_V, [weights.b_O]):
+        count += sum(len(b) for b in biases if b is not None) if biases is not None else 0
+    return count
