@@ -57,6 +57,7 @@ from .display import (
 from .example import (
     D_MODEL,
     EMBED_STD,
+    MAX_LEN,
     NUM_HEADS,
     PAD_ID,
     SEED,
@@ -118,7 +119,7 @@ __all__ = [
     "combine_masks", "attention_trace", "multi_head_attention", "AttentionTrace", "kv_head_for",
     "decode_step", "KVCache", "MultiplyAddCounter",
     # running example
-    "VOCAB", "SENTENCE", "D_MODEL", "EMBED_STD", "NUM_HEADS", "SEED", "PAD_ID", "running_example", "tokenize",
+    "VOCAB", "SENTENCE", "D_MODEL", "EMBED_STD", "MAX_LEN", "NUM_HEADS", "SEED", "PAD_ID", "running_example", "tokenize",
     "encode", "embedding_table", "embed", "Example",
     # display
     "format_matrix", "print_matrix", "format_number", "heatmap", "attention_heatmap", "bar_chart", "show",

@@ -157,32 +157,44 @@ class BarChart:
         self.digits, self.title, self.width = digits, title, width
         self.top = max(self.values) or 1.0
 
+    def _value_texts(self) -> list[str]:
+        return [f"{v:,.{self.digits}f}" for v in self.values]
+
     def __repr__(self) -> str:
         label_width = max(len(s) for s in self.labels)
+        texts = self._value_texts()
+        value_width = max(len(t) for t in texts)
         lines = [] if self.title is None else [self.title]
-        for label, v in zip(self.labels, self.values):
+        for label, text, v in zip(self.labels, texts, self.values):
             bar = "#" * round(self.width * v / self.top)
-            lines.append(f"{label.ljust(label_width)}  {format_number(v, self.digits)}  {bar}".rstrip())
+            lines.append(f"{label.ljust(label_width)}  {text.rjust(value_width)}  {bar}".rstrip())
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         out = ['<div style="font-family:monospace;margin:4px 0;">']
         if self.title is not None:
             out.append(f"<div style=\"font-weight:bold;\">{html.escape(self.title)}</div>")
-        for label, v in zip(self.labels, self.values):
+        for label, text, v in zip(self.labels, self._value_texts(), self.values):
             pct = f"{100 * v / self.top:.1f}"
             out.append(
                 '<div style="display:flex;align-items:center;gap:8px;">'
                 f'<span style="width:14em;text-align:right;">{html.escape(label)}</span>'
                 f'<span style="display:inline-block;height:1em;width:{pct}%;max-width:30em;'
-                f'background:rgb(33,102,255);"></span><span>{format_number(v, self.digits)}</span></div>'
+                f'background:rgb(33,102,255);"></span><span>{text}</span></div>'
             )
         out.append("</div>")
         return "\n".join(out)
 
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3, title: Optional[str] = None) -> BarChart:
-    """A bar per (label, value), longest bar for the largest value; values must be >= 0."""
+    """A bar per (label, value), longest bar for the largest value; values must be >= 0.
+
+    Values print with thousands separators and ``digits`` after the point.
+
+    >>> bar_chart(["Q", "scores"], [1280, 400], digits=0)
+    Q       1,280  ########################################
+    scores    400  ############
+    """
     return BarChart(list(labels), list(values), digits=digits, title=title)
 
 

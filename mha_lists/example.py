@@ -100,9 +100,13 @@ def running_example(
     d_model: int = D_MODEL,
     num_heads: int = NUM_HEADS,
     seed: int = SEED,
+    embed_std: float = EMBED_STD,
     **weight_options,
 ) -> Example:
     """Build the running example; ``weight_options`` go to ``init_mha_weights`` (bias, init, ...).
+
+    ``embed_std`` is the spread of both embedding tables: larger embeddings give
+    larger scores and a more peaked softmax.
 
     >>> ex = running_example()
     >>> ex.tokens, len(ex.x), len(ex.x[0])
@@ -111,6 +115,8 @@ def running_example(
     weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
     tokens = tokenize(sentence)
     ids = encode(tokens)
-    token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding")
-    position_table = embedding_table(max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding")
+    token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)
+    position_table = embedding_table(
+        max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding", std=embed_std
+    )
     return Example(tokens, ids, token_table, position_table, embed(ids, token_table, position_table), weights)

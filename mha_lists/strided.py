@@ -11,6 +11,8 @@ from __future__ import annotations
 from itertools import product
 from typing import NamedTuple
 
+from .matrix import ShapeError
+
 
 class Strided(NamedTuple):
     """A view of a flat list of numbers as an n-dimensional tensor."""
@@ -106,16 +108,18 @@ def is_contiguous(t: Strided) -> bool:
 def view(t: Strided, shape: tuple[int, ...]) -> Strided:
     """The same data read with another shape (same number of elements); nothing is copied.
 
-    Like PyTorch's ``view``, it needs a contiguous tensor: after a transpose the
-    elements are no longer in row-major order, so no single set of strides
-    describes the new shape. Call ``contiguous`` first.
+    This simple version needs a contiguous tensor. After a transpose the
+    elements are no longer in row-major order; PyTorch's ``view`` can still
+    split or keep some dimensions of such a tensor, but merging dimensions
+    whose elements are not next to each other in memory (as merging heads
+    after a transpose does) fails there too. Call ``contiguous`` first.
 
     >>> view(tensor([1, 2, 3, 4, 5, 6]), (2, 3)).strides
     (3, 1)
     """
     shape = tuple(shape)
     if _numel(shape) != _numel(t.shape):
-        raise ValueError(
+        raise ShapeError(
             f"view: shape {t.shape} has {_numel(t.shape)} elements but {shape} has {_numel(shape)}; "
             "a view must keep the number of elements"
         )
@@ -177,7 +181,7 @@ def strided_split_heads(t: Strided, num_heads: int) -> Strided:
         raise ValueError(f"strided_split_heads: expected a [batch, seq_len, d_model] tensor, got shape {t.shape}")
     B, T, d_model = t.shape
     if d_model % num_heads:
-        raise ValueError(f"strided_split_heads: d_model {d_model} is not divisible by num_heads {num_heads}")
+        raise ShapeError(f"strided_split_heads: d_model {d_model} is not divisible by num_heads {num_heads}")
     return transpose_dims(view(t, (B, T, num_heads, d_model // num_heads)), 1, 2)
 
 

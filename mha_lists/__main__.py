@@ -1,0 +1,8 @@
+"""``python -m mha_lists``: the whole trace of the running example (see mha_lists/cli.py)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""``python -m mha_lists``: print the whole trace of the running example.
+
+Every number is printed at fixed precision with row and column labels, so a
+teacher can project it and students can check entries by hand. The output is
+byte-identical on CPython 3.10 to 3.13.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+from .attention import attention_trace, causal_mask
+from .display import format_matrix
+from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _digits(text: str) -> int:
+    value = _positive_int(text)
+    if value > 12:
+        raise argparse.ArgumentTypeError(f"{value} digits is more than a float holds; use at most 12")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m mha_lists",
+        description="Print every number of multi-head attention on the running example.",
+        epilog=f"Vocabulary: {' '.join(VOCAB)}",
+    )
+    parser.add_argument("--sentence", default=SENTENCE, help=f"tokens separated by spaces (default: {SENTENCE!r})")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"seed of every random draw (default: {SEED})")
+    parser.add_argument("--heads", type=_positive_int, default=NUM_HEADS, help=f"number of heads (default: {NUM_HEADS})")
+    parser.add_argument("--d-model", type=_positive_int, default=D_MODEL, help=f"model width (default: {D_MODEL})")
+    parser.add_argument("--causal", action="store_true", help="apply the causal mask (no attending to later tokens)")
+    parser.add_argument("--digits", type=_digits, default=4, help="digits after the point (default: 4)")
+    return parser
+
+
+def _section(title: str) -> str:
+    return f"\n=== {title} ===\n"
+
+
+def render(args: argparse.Namespace) -> str:
+    """The whole trace as one string (what main prints)."""
+    ex = running_example(sentence=args.sentence, d_model=args.d_model, num_heads=args.heads, seed=args.seed)
+    T, d_model, h = len(ex.tokens), args.d_model, args.heads
+    d_k = d_model // h
+    mask = causal_mask(T) if args.causal else None
+    trace = attention_trace(ex.x, ex.weights, mask=mask)
+    dims = [f"d{j}" for j in range(d_model)]
+    kdims = [f"d{j}" for j in range(d_k)]
+    fmt = {"digits": args.digits}
+    out = [
+        "Multi-head attention, traced by hand",
+        f"sentence: {' '.join(ex.tokens)}",
+        f"token ids: {' '.join(str(i) for i in ex.ids)}",
+        f"seq_len = {T}, d_model = {d_model}, num_heads = {h}, d_k = d_v = {d_model} / {h} = {d_k}, "
+        f"seed = {args.seed}, mask = {'causal' if args.causal else 'none'}",
+        _section("Step 1. Embeddings: X = token embedding + position embedding"),
+        format_matrix(ex.x, row_labels=ex.tokens, col_labels=dims, title="X", **fmt),
+    ]
+    for head in range(h):
+        out.append(_section(f"Head {head}"))
+        out.append("Step 2. Projections: Q = X W_Q, K = X W_K, V = X W_V")
+        for name, M in (("Q", trace.Q[head]), ("K", trace.K[head]), ("V", trace.V[head])):
+            out.append(format_matrix(M, row_labels=ex.tokens, col_labels=kdims, title=f"{name}, head {head}", **fmt))
+        out.append(f"\nStep 3. Scores: Q K^T / sqrt({d_k}){' (masked: -inf)' if args.causal else ''}")
+        out.append(format_matrix(trace.scores[head], row_labels=ex.tokens, col_labels=ex.tokens,
+                                 title=f"scores, head {head}", **fmt))
+        out.append("\nStep 4. Attention weights: softmax of each row (each row sums to 1)")
+        out.append(format_matrix(trace.attention[head], row_labels=ex.tokens, col_labels=ex.tokens,
+                                 title=f"weights, head {head}", **fmt))
+        out.append("\nStep 5. Head output: weights V")
+        out.append(format_matrix(trace.head_outputs[head], row_labels=ex.tokens, col_labels=kdims,
+                                 title=f"output, head {head}", **fmt))
+    out.append(_section("Step 6. Concatenate the heads: [head 0 | head 1 | ...]"))
+    out.append(format_matrix(trace.concat, row_labels=ex.tokens, col_labels=dims, title="concat", **fmt))
+    out.append(_section("Step 7. Output projection: output = concat W_O"))
+    out.append(format_matrix(ex.weights.W_O, row_labels=[f"c{j}" for j in range(h * d_k)], col_labels=dims,
+                             title="W_O", **fmt))
+    out.append("")
+    out.append(format_matrix(trace.output, row_labels=ex.tokens, col_labels=dims, title="output", **fmt))
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.d_model % args.heads:
+        parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}; "
+                     "each head gets d_model / num_heads columns")
+    unknown = [t for t in args.sentence.split() if t not in VOCAB]
+    if not args.sentence.split():
+        parser.error("--sentence is empty; give at least one token")
+    if unknown:
+        parser.error(f"--sentence has {unknown[0]!r}, which is not in the vocabulary: {' '.join(VOCAB)}")
+    sys.stdout.write(render(args))
+    return 0
