@@ -145,6 +145,10 @@ def length_mask(length: int, seq_len: int, *, num_queries: Optional[int] = None)
 def combine_masks(*masks: Mask) -> Mask:
     """Entry-wise AND: a query may attend to a key only if every mask allows it.
 
+    With left padding (``<PAD> <PAD> <BOS> ...``), causal AND padding leaves a pad
+    query with no key at all, which attention refuses; let pad queries attend to
+    themselves (their outputs are ignored anyway).
+
     >>> combine_masks(causal_mask(3), padding_mask([1, 3, 0], pad_id=0))
     [[True, False, False], [True, True, False], [True, True, False]]
     """

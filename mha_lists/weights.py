@@ -243,6 +243,9 @@ def check_weights(func: str, weights: object) -> Dims:
 def parameter_count(weights: MHAWeights) -> int:
     """Count every weight and bias entry: 4 * d_model^2 (+ 4 * d_model) in the standard layout.
 
+    Every slot counts: a matrix used in two places (``weights._replace(W_V=weights.W_K)``)
+    is counted twice, though a model that ties them stores it once.
+
     >>> parameter_count(init_mha_weights(16, 2, seed=42))  # 4 * 16 * 16
     1024
     >>> parameter_count(init_mha_weights(16, 2, seed=42, bias=True))  # + 4 * 16

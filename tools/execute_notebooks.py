@@ -4,8 +4,8 @@
     python tools/execute_notebooks.py notebooks/03_scores.ipynb
 
 Each notebook runs in its own folder (as nbval runs it), with no timing
-metadata recorded; volatile metadata is stripped, outputs and execution counts
-are kept. Run it after any change to mha_lists that changes what a notebook
+metadata recorded; volatile metadata is stripped, printed chunks are joined,
+outputs and execution counts are kept, so executing twice stores the same file. Run it after any change to mha_lists that changes what a notebook
 prints, then commit the notebooks.
 """
 
@@ -18,6 +18,23 @@ from nbconvert.preprocessors import ExecutePreprocessor
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Join consecutive stdout (or stderr) chunks into one output.
+
+    How a cell's printing is cut into chunks depends on timing; joined, the
+    stored notebook is the same on every run.
+    """
+    joined = []
+    for out in outputs:
+        previous = joined[-1] if joined else None
+        if (out.output_type == "stream" and previous is not None
+                and previous.output_type == "stream" and previous.name == out.name):
+            previous.text += out.text
+        else:
+            joined.append(out)
+    return joined
+
+
 def execute(path: pathlib.Path) -> None:
     nb = nbformat.read(path, as_version=4)
     ep = ExecutePreprocessor(timeout=600, kernel_name="python3", record_timing=False)
@@ -25,8 +42,10 @@ def execute(path: pathlib.Path) -> None:
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
             for out in cell.outputs:
-                out.get("metadata", {}).clear() if out.get("output_type") in ("display_data", "execute_result") else None
+                if out.output_type in ("display_data", "execute_result"):
+                    out.metadata = {}
     nb.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
