@@ -42,20 +42,27 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _check_entries(func: str, name: str, values: Sequence, finite: bool) -> None:
+    """Check that every entry of one row is an int or a float (and finite, if asked)."""
+    # Fast path in C for the usual case; the loop below only runs to name the bad entry.
+    if set(map(type, values)) <= _NUMBER_TYPES and (not finite or all(map(math.isfinite, values))):
+        return
+    for j, value in enumerate(values):
+        if not _is_number(value):
+            raise TypeError(
+                f"{func}: {name}[{j}] is {value!r} ({type(value).__name__}); entries must be int or float"
+            )
+        if finite and not math.isfinite(value):
+            raise ValueError(f"{func}: {name}[{j}] is {value}; entries must be finite numbers")
+
+
 def check_vector(func: str, name: str, v: object, *, finite: bool = False) -> int:
     """Check that ``v`` is a non-empty list of numbers; return its length."""
     if not isinstance(v, (list, tuple)):
         raise TypeError(f"{func}: {name} must be a list of numbers, got {type(v).__name__}")
     if len(v) == 0:
         raise ShapeError(f"{func}: {name} is empty; a vector needs at least one entry")
-    for j, value in enumerate(v):
-        if not _is_number(value):
-            raise TypeError(
-                f"{func}: {name}[{j}] is {value!r} ({type(value).__name__}); "
-                "entries must be int or float"
-            )
-        if finite and not math.isfinite(value):
-            raise ValueError(f"{func}: {name}[{j}] is {value}; entries must be finite numbers")
+    _check_entries(func, name, v, finite)
     return len(v)
 
 
@@ -91,19 +98,7 @@ def check_matrix(func: str, name: str, M: object, *, finite: bool = False) -> tu
                 f"{func}: {name} is ragged: row 0 has {width} entries but row {i} has "
                 f"{len(row)}; every row must have the same length"
             )
-        # Fast path in C: every entry is exactly an int or a float (and finite if asked).
-        if set(map(type, row)) <= _NUMBER_TYPES and (not finite or all(map(math.isfinite, row))):
-            continue
-        for j, value in enumerate(row):
-            if not _is_number(value):
-                raise TypeError(
-                    f"{func}: {name}[{i}][{j}] is {value!r} ({type(value).__name__}); "
-                    "entries must be int or float"
-                )
-            if finite and not math.isfinite(value):
-                raise ValueError(
-                    f"{func}: {name}[{i}][{j}] is {value}; entries must be finite numbers"
-                )
+        _check_entries(func, f"{name}[{i}]", row, finite)
     return len(M), width
 
 
