@@ -26,6 +26,7 @@ from .matrix import (
     check_vector,
     concat_heads,
     describe,
+    matmul,
 )
 from .weights import Dims, MHAWeights, check_weights
 
@@ -199,8 +200,15 @@ class MultiplyAddCounter:
         self.counts: dict[str, int] = {}
 
     def matmul(self, step: str, A: Matrix, B: Matrix) -> Matrix:
-        result = _matmul(A, B)
-        done = sum(len(row) for row in A) * len(result[0])
+        """``matmul(A, B)``, adding its multiply-adds to ``counts[step]``."""
+        return self._record(step, A, matmul(A, B))
+
+    def _product(self, step: str, A: Matrix, B: Matrix) -> Matrix:
+        """The same for shapes already checked (attention checks its inputs once, up front)."""
+        return self._record(step, A, _matmul(A, B))
+
+    def _record(self, step: str, A: Matrix, result: Matrix) -> Matrix:
+        done = len(A) * len(A[0]) * len(result[0])
         self.counts[step] = self.counts.get(step, 0) + done
         return result
 
@@ -236,7 +244,7 @@ def kv_head_for(h: int, num_heads: int, num_kv_heads: int) -> int:
 
 
 def _project(counter: MultiplyAddCounter, step: str, X: Matrix, W: Matrix, b: Optional[Vector]) -> Matrix:
-    P = counter.matmul(step, X, W)
+    P = counter._product(step, X, W)
     return P if b is None else [[p + c for p, c in zip(row, b)] for row in P]
 
 
@@ -293,14 +301,14 @@ def _attend(
     for h in range(dims.num_heads):
         g = kv_head_for(h, dims.num_heads, dims.num_kv_heads)
         K_T = [list(col) for col in zip(*K[g])]
-        S = [[s * scale for s in row] for row in counter.matmul("scores", Q[h], K_T)]
+        S = [[s * scale for s in row] for row in counter._product("scores", Q[h], K_T)]
         if mask is not None:
             S = [[s if keep else -math.inf for s, keep in zip(row, mask_row)]
                  for row, mask_row in zip(S, mask)]
         A = [_softmax(func, row, f"head {h}, query {i}: ") for i, row in enumerate(S)]
         scores.append(S)
         attention.append(A)
-        head_outputs.append(counter.matmul("weighted_sum", A, V[g]))
+        head_outputs.append(counter._product("weighted_sum", A, V[g]))
     concat = concat_heads(head_outputs)
     output = _project(counter, "W_O", concat, weights.W_O, weights.b_O)
     return AttentionTrace(Q, K, V, scores, attention, head_outputs, concat, output, dict(counter.counts))

@@ -210,3 +210,8 @@ def test_decode_step_errors():
         decode_step(ex.x[1], w, KVCache(cache.K, [[row[:4] for row in M] for M in cache.V]))
     with pytest.raises(TypeError, match=r"decode_step: cache must be a KVCache"):
         decode_step(ex.x[1], w, (cache.K, cache.V))
+
+
+def test_counter_checks_shapes_at_its_public_entry_point():
+    with pytest.raises(ShapeError, match=r"matmul: A is 1x2 and B is 3x1"):
+        MultiplyAddCounter().matmul("demo", [[1.0, 2.0]], [[1.0], [2.0], [3.0]])
