@@ -264,9 +264,10 @@ def _check_inputs(func: str, x: object, weights: object, context: object, mask: 
                 f"{dims.d_model} columns"
             )
     if mask is not None:
-        if _check_mask(func, "mask", mask) != (T, T_k):
+        mask_shape = _check_mask(func, "mask", mask)
+        if mask_shape != (T, T_k):
             raise ShapeError(
-                f"{func}: mask is {describe(_check_mask(func, 'mask', mask))}; it must be "
+                f"{func}: mask is {describe(mask_shape)}; it must be "
                 f"(queries, keys) = {T}x{T_k}"
             )
         for i, row in enumerate(mask):

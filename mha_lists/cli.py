@@ -108,9 +108,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.d_model % args.heads:
         parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}; "
                      "each head gets d_model / num_heads columns")
-    unknown = [t for t in args.sentence.split() if t not in VOCAB]
-    if not args.sentence.split():
+    tokens = args.sentence.split()
+    if not tokens:
         parser.error("--sentence is empty; give at least one token")
+    unknown = [t for t in tokens if t not in VOCAB]
     if unknown:
         parser.error(f"--sentence has {unknown[0]!r}, which is not in the vocabulary: {' '.join(VOCAB)}")
     sys.stdout.write(render(args))

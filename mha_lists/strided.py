@@ -8,6 +8,7 @@ in row-major order. This is what ``x.view(B, T, h, d_k).transpose(1, 2)`` does.
 
 from __future__ import annotations
 
+import math
 from itertools import product
 from typing import NamedTuple
 
@@ -34,13 +35,6 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(step)
         step *= n
     return tuple(reversed(strides))
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    count = 1
-    for n in shape:
-        count *= n
-    return count
 
 
 def _nested_shape(nested) -> tuple[int, ...]:
@@ -118,9 +112,9 @@ def view(t: Strided, shape: tuple[int, ...]) -> Strided:
     (3, 1)
     """
     shape = tuple(shape)
-    if _numel(shape) != _numel(t.shape):
+    if math.prod(shape) != math.prod(t.shape):
         raise ShapeError(
-            f"view: shape {t.shape} has {_numel(t.shape)} elements but {shape} has {_numel(shape)}; "
+            f"view: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
             "a view must keep the number of elements"
         )
     if not is_contiguous(t):

@@ -255,6 +255,6 @@ def parameter_count(weights: MHAWeights) -> int:
     count = 0
     for group in (weights.W_Q, weights.W_K, weights.W_V, [weights.W_O]):
         count += sum(len(M) * len(M[0]) for M in group)
-    for biases in (weights.b_Q, weights.b_K, weights.b_V, [weights.b_O]):
-        count += sum(len(b) for b in biases if b is not None) if biases is not None else 0
+    for biases in (weights.b_Q or [], weights.b_K or [], weights.b_V or [], [weights.b_O or []]):
+        count += sum(len(b) for b in biases)
     return count
