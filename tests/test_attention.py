@@ -5,25 +5,13 @@ import math
 
 import pytest
 
-from mha_lists import (
-    MHAWeights,
-    ShapeError,
-    attention_trace,
-    causal_mask,
-    combine_masks,
-    concat_heads,
-    entropy,
-    init_mha_weights,
-    kv_head_for,
-    length_mask,
-    matmul,
-    multi_head_attention,
-    padding_mask,
-    running_example,
-    softmax,
-    softmax_rows,
-    split_heads,
-)
+from mha_lists import (MHAWeights, ShapeError, attention_trace, causal_mask, combine_masks,
+                       concat_heads, init_mha_weights, matmul,
+                       multi_head_attention, padding_mask, running_example,
+                       softmax, softmax_rows, split_heads)
+from mha_lists.masks import length_mask
+from mha_lists.multi_head import kv_head_for
+from mha_lists.softmax import entropy
 from mha_lists.weights import derive_rng
 
 # === An independent forward pass: explicit loops, builtin arithmetic, no shared code ===

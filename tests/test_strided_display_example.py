@@ -2,34 +2,13 @@
 
 import pytest
 
-from mha_lists import (
-    EMBED_STD,
-    SENTENCE,
-    VOCAB,
-    ShapeError,
-    attention_heatmap,
-    bar_chart,
-    contiguous,
-    element,
-    embed,
-    embedding_table,
-    encode,
-    format_matrix,
-    format_number,
-    heatmap,
-    is_contiguous,
-    row_major_strides,
-    running_example,
-    split_heads,
-    storage_index,
-    strided_merge_heads,
-    strided_split_heads,
-    tensor,
-    tokenize,
-    tolist,
-    transpose_dims,
-    view,
-)
+from mha_lists import ShapeError, attention_heatmap, format_matrix, running_example, split_heads
+from mha_lists.display import bar_chart, format_number, heatmap
+from mha_lists.example import EMBED_STD, SENTENCE, VOCAB, embed, embedding_table, encode, tokenize
+from mha_lists.strided import (contiguous, element, is_contiguous, row_major_strides, storage_index,
+                               strided_merge_heads,
+                               strided_split_heads, tensor, tolist,
+                               transpose_dims, view)
 
 # === Strided tensors ===
 
