@@ -22,6 +22,7 @@ from typing import Union
 from .checks import (
     ShapeError,
     all_finite,
+    check_rows,
     check_matrix,
     check_number,
     check_positive_int,
@@ -95,28 +96,34 @@ def matmul(A: Matrix, B: Matrix) -> Matrix:
     the same products and the same correctly rounded sums as the textbook triple
     loop, about twice as fast (``python -m mha_lists.bench``) for two reasons:
     B's columns are read once, and ``map`` multiplies in C. Entries must be
-    finite (a masked -inf score is never multiplied: softmax turns it into 0.0).
+    finite numbers (a masked -inf score is never multiplied: softmax turns it
+    into 0.0); True and False count as 1 and 0, as everywhere in Python.
 
     >>> matmul([[1, 2]], [[3], [4]])
     [[11.0]]
     >>> matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]])
     [[19.0, 22.0], [43.0, 50.0]]
     """
-    n, m = check_matrix("matmul", "A", A)
-    m2, p = check_matrix("matmul", "B", B)
+    # Only the shapes are checked up front: a non-number entry makes the
+    # products fail (and is then named), and a nan or inf anywhere in A or B
+    # shows up in the (n, p) result, which is cheaper to check than A and B.
+    n, m = check_rows("matmul", "A", A)
+    m2, p = check_rows("matmul", "B", B)
     if m != m2:
         raise ShapeError(
             f"matmul: A is {n}x{m} and B is {m2}x{p}; A's columns ({m}) must equal B's rows ({m2})"
         )
-    # Each column is copied into new float objects (x * 1.0 is exact): they sit
-    # next to each other in memory, so the inner loop reads memory in order.
     try:
+        # Each column is copied into new float objects (x * 1.0 is exact): they sit
+        # next to each other in memory, so the inner loop reads memory in order.
         columns = [[x * 1.0 for x in col] for col in zip(*B)]
         C = [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
+    except TypeError:
+        check_matrix("matmul", "A", A)
+        check_matrix("matmul", "B", B)
+        raise TypeError("matmul: entries must be int or float") from None
     except (OverflowError, ValueError):
         C = [[math.inf]]
-    # A nan or inf anywhere in A or B shows up in the result, so checking the
-    # (n, p) result is enough, and cheaper than checking the inputs.
     if not all_finite(C):
         raise _entry_problem("matmul", [("A", A), ("B", B)])
     return C
