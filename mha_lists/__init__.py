@@ -15,7 +15,7 @@ weights.py                 MHAWeights, init_mha_weights, parameter_count,
                            init_matrix, INIT_SCHEMES, derive_rng
 masks.py                   causal_mask, padding_mask, combine_masks,
                            length_mask, apply_mask; Mask
-softmax.py                 softmax, softmax_rows, entropy
+scores_to_weights.py       softmax, softmax_rows, entropy
 one_head.py                attention(Q, K, V): one head, the formula
 multi_head.py              multi_head_attention, attention_trace,
                            AttentionTrace, kv_head_for, linear
@@ -38,7 +38,7 @@ from .masks import causal_mask, combine_masks, padding_mask
 from .matrix import add, add_row, concat_heads, dot, matmul, scale, shape, split_heads, transpose
 from .multi_head import attention_trace, multi_head_attention
 from .one_head import attention
-from .softmax import softmax, softmax_rows
+from .scores_to_weights import softmax, softmax_rows
 from .weights import MHAWeights, init_mha_weights, parameter_count
 
 __all__ = [

@@ -14,6 +14,9 @@ from typing import Optional
 
 from .checks import ShapeError, check_int, check_number, check_rows, check_vector, is_number, reported_as
 
+__all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart", "show",
+           "Heatmap", "BarChart"]
+
 
 def format_number(x: float, digits: int = 4) -> str:
     """Fixed-point text for one entry: ``format_number(-0.00001)`` is ``'0.0000'``, not ``'-0.0000'``.
@@ -160,6 +163,8 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
     ``tokens`` label the query rows; ``key_tokens`` the key columns (default:
     the same tokens, as in self-attention).
     """
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"attention_heatmap: tokens must be a list of labels, one per query, got {tokens!r}")
     keys = tokens if key_tokens is None else key_tokens
     return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
                    func="attention_heatmap")

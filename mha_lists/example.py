@@ -15,6 +15,9 @@ from .checks import ShapeError, check_int, check_matrix, check_number, check_pos
 from .matrix import Matrix
 from .weights import MHAWeights, derive_rng, init_mha_weights
 
+__all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
+           "running_example", "tokenize", "encode", "embedding_table", "embed"]
+
 VOCAB = ["<PAD>", "<BOS>", "<EOS>", "I", "like", "transformers"]
 SENTENCE = "<BOS> I like transformers <EOS>"
 D_MODEL = 16

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import chain, repeat
 from operator import mul
 from typing import Union
 
@@ -96,37 +97,50 @@ def matmul(A: Matrix, B: Matrix) -> Matrix:
     the same products and the same correctly rounded sums as the textbook triple
     loop, about twice as fast (``python -m mha_lists.bench``) for two reasons:
     B's columns are read once, and ``map`` multiplies in C. Entries must be
-    finite numbers (a masked -inf score is never multiplied: softmax turns it
-    into 0.0); True and False count as 1 and 0, as everywhere in Python.
+    finite ints or floats (a masked -inf score is never multiplied: softmax
+    turns it into 0.0 first).
 
     >>> matmul([[1, 2]], [[3], [4]])
     [[11.0]]
     >>> matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]])
     [[19.0, 22.0], [43.0, 50.0]]
     """
-    # Only the shapes are checked up front: a non-number entry makes the
-    # products fail (and is then named), and a nan or inf anywhere in A or B
-    # shows up in the (n, p) result, which is cheaper to check than A and B.
     n, m = check_rows("matmul", "A", A)
     m2, p = check_rows("matmul", "B", B)
     if m != m2:
         raise ShapeError(
             f"matmul: A is {n}x{m} and B is {m2}x{p}; A's columns ({m}) must equal B's rows ({m2})"
         )
+    if not set(map(type, chain.from_iterable(A))) <= {int, float}:
+        check_matrix("matmul", "A", A)  # names the entry that is not a number
+    columns = _float_columns(B)
     try:
-        # Each column is copied into new float objects (x * 1.0 is exact): they sit
-        # next to each other in memory, so the inner loop reads memory in order.
-        columns = [[x * 1.0 for x in col] for col in zip(*B)]
         C = [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
-    except TypeError:
-        check_matrix("matmul", "A", A)
-        check_matrix("matmul", "B", B)
-        raise TypeError("matmul: entries must be int or float") from None
-    except (OverflowError, ValueError):
+    except (OverflowError, ValueError):  # a sum left float64's range, or had inf - inf in it
         C = [[math.inf]]
+    # A nan or inf anywhere in A or B shows up in the (n, p) result, which is
+    # cheaper to check than A and B.
     if not all_finite(C):
         raise _entry_problem("matmul", [("A", A), ("B", B)])
     return C
+
+
+def _float_columns(B: Matrix) -> Matrix:
+    """B's columns, copied into new float objects.
+
+    The copies sit next to each other in memory, so matmul's inner loop reads
+    memory in order. ``float.__mul__(x, 1.0)`` is exact, and refuses anything
+    that is not a float: an int is then converted with ``x * 1.0``, and
+    anything else is named by ``check_matrix``.
+    """
+    try:
+        return [list(map(float.__mul__, col, repeat(1.0))) for col in zip(*B)]
+    except TypeError:
+        check_matrix("matmul", "B", B)
+    try:
+        return [[x * 1.0 for x in col] for col in zip(*B)]
+    except OverflowError:  # an int too large for a float
+        raise too_large("matmul") from None
 
 
 def transpose(M: Matrix) -> Matrix:
@@ -167,7 +181,7 @@ def add_row(M: Matrix, b: Vector) -> Matrix:
     [[11, 22], [13, 24]]
     """
     n, p = check_matrix("add_row", "M", M)
-    q = check_vector("add_row", "b", b)
+    q = check_vector("add_row", "b", b, finite=True)
     if p != q:
         raise ShapeError(f"add_row: M is {n}x{p} and b has {q} entries; b needs one entry per column ({p})")
     return _overflowed("add_row", [M, [b]], [[x + y for x, y in zip(row, b)] for row in M])

@@ -20,7 +20,7 @@ from .cost import multiply_adds
 from .masks import Mask, apply_mask, check_mask
 from .matrix import Matrix, Vector, add_row, concat_heads, matmul, transpose
 from .one_head import attention, default_scale
-from .softmax import softmax_rows
+from .scores_to_weights import softmax_rows
 from .weights import Dims, MHAWeights, check_weights
 
 __all__ = ["multi_head_attention", "attention_trace", "AttentionTrace", "kv_head_for", "linear",

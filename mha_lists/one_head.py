@@ -17,7 +17,7 @@ from . import matrix
 from .checks import ShapeError, check_matrix, check_number, reported_as
 from .masks import Mask, apply_mask, check_mask
 from .matrix import Matrix, matmul, transpose
-from .softmax import softmax_rows
+from .scores_to_weights import softmax_rows
 
 __all__ = ["attention", "default_scale"]
 

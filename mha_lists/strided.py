@@ -14,6 +14,9 @@ from typing import NamedTuple
 
 from .checks import ShapeError, check_int, check_positive_int, reported_as
 
+__all__ = ["Strided", "tensor", "view", "transpose_dims", "contiguous", "is_contiguous", "tolist", "element",
+           "storage_index", "row_major_strides", "strided_split_heads", "strided_merge_heads"]
+
 
 def _check_tensor(func: str, t: object) -> "Strided":
     if not isinstance(t, Strided):
@@ -112,7 +115,8 @@ def element(t: Strided, index: tuple[int, ...]):
     >>> element(tensor([[1, 2, 3], [4, 5, 6]]), (1, 0))
     4
     """
-    return t.data[_storage_index("element", t, index)]
+    position = _storage_index("element", t, index)
+    return t.data[position]
 
 
 def is_contiguous(t: Strided) -> bool:

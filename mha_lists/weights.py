@@ -30,6 +30,9 @@ from .checks import (
 )
 from .matrix import Matrix, Vector
 
+__all__ = ["MHAWeights", "Dims", "INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng",
+           "parameter_count", "check_weights"]
+
 INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2")
 
 
