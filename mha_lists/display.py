@@ -117,28 +117,30 @@ class Heatmap:
     """
 
     def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None,
-                 func="heatmap"):
+                 func="heatmap", note=None):
         self.n, self.m, self.rows, self.cols = _table_cells(M, row_labels, col_labels, func, digits)
         for name, value in (("vmin", vmin), ("vmax", vmax)):
             if value is not None:
                 check_number(func, name, value)
         self.M = [list(row) for row in M]
-        self.digits, self.title = digits, title
+        self.digits, self.title, self.note = digits, title, note
         finite = [x for row in self.M for x in row if not isinstance(x, bool) and math.isfinite(x)]
         self.vmin = (min(finite) if finite else 0.0) if vmin is None else vmin
         self.vmax = (max(finite) if finite else 1.0) if vmax is None else vmax
 
     def __repr__(self) -> str:
-        return format_matrix(self.M, row_labels=self.rows, col_labels=self.cols, digits=self.digits, title=self.title)
+        table = format_matrix(self.M, row_labels=self.rows, col_labels=self.cols, digits=self.digits, title=self.title)
+        return table if self.note is None else f"{self.note}\n{table}"
 
     def _repr_html_(self) -> str:
         span = (self.vmax - self.vmin) or 1.0
         cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;"
         head = "padding:4px 8px;font-family:monospace;"
         out = ['<table style="border-collapse:collapse;margin:4px 0;">']
-        if self.title is not None:
-            out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold;">'
-                       f"{html.escape(self.title)} ({self.n}x{self.m})</caption>")
+        if self.title is not None or self.note is not None:
+            title = "" if self.title is None else f"{html.escape(self.title)} ({self.n}x{self.m})"
+            note = "" if self.note is None else f'<div style="font-weight:normal;font-size:90%;">{html.escape(self.note)}</div>'
+            out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold;">{title}{note}</caption>')
         out.append("<tr><th></th>" + "".join(
             f'<th style="{head}">{html.escape(c)}</th>' for c in self.cols) + "</tr>")
         for label, row in zip(self.rows, self.M):
@@ -161,13 +163,20 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
     """Attention weights (queries x keys) as a heatmap on a fixed 0..1 colour scale.
 
     ``tokens`` label the query rows; ``key_tokens`` the key columns (default:
-    the same tokens, as in self-attention).
+    the same tokens, as in self-attention). The caption says which is which.
+
+    >>> attention_heatmap([[1.0, 0.0], [0.5, 0.5]], ["a", "b"], title="head 0")
+    rows = queries (who looks), columns = keys (what is looked at)
+    head 0 (2x2)
+          a     b
+    a  1.00  0.00
+    b  0.50  0.50
     """
     if not isinstance(tokens, (list, tuple)):
         raise TypeError(f"attention_heatmap: tokens must be a list of labels, one per query, got {tokens!r}")
     keys = tokens if key_tokens is None else key_tokens
     return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
-                   func="attention_heatmap")
+                   func="attention_heatmap", note="rows = queries (who looks), columns = keys (what is looked at)")
 
 
 class BarChart:

@@ -73,7 +73,9 @@ def test_heatmap_html_and_text():
     html = hm._repr_html_()
     assert html.startswith("<table") and "0.75" in html and "like" in html
     assert "rgb(33,102,255)" in html  # the weight 1.0 gets the darkest colour
-    assert repr(hm).startswith("weights (2x2)")
+    assert repr(hm).startswith("rows = queries (who looks), columns = keys (what is looked at)\nweights (2x2)")
+    assert "rows = queries" in html and "weights (2x2)" in html
+    assert repr(heatmap(w, title="plain")).startswith("plain (2x2)")  # a plain heatmap has no note
     assert "&lt;BOS&gt;" in heatmap([[0.5]], row_labels=["<BOS>"], col_labels=["<BOS>"])._repr_html_()
 
 
