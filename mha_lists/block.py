@@ -23,17 +23,12 @@ import math
 import random
 from typing import Optional
 
-from .matrix import Matrix, ShapeError, Vector, check_matrix, check_vector
+from .checks import ShapeError, all_finite, check_matrix, check_number, check_vector, too_large
+from .matrix import Matrix, Vector
 
-__all__ = ["layer_norm", "dropout"]
+__all__ = ["layer_norm", "dropout", "LAYER_NORM_EPS"]
 
 LAYER_NORM_EPS = 1e-5  # PyTorch's default for nn.LayerNorm and F.layer_norm
-
-
-def _check_positive_finite(func: str, name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{func}: {name} must be a positive finite number, got {value!r}")
-    return value
 
 
 # === LayerNorm ===
@@ -66,18 +61,27 @@ def layer_norm(
             raise ShapeError(
                 f"{func}: x is {len(x)}x{d} and {name} has {len(v)} entries; {name} needs one entry per column ({d})"
             )
-    _check_positive_finite(func, "eps", eps)
-    rows = []
-    for row in x:
-        mean = math.fsum(row) / d
-        var = math.fsum((v - mean) ** 2 for v in row) / d
-        std = math.sqrt(var + eps)
-        rows.append([(v - mean) / std for v in row])
+    check_number(func, "eps", eps, positive=True)
+    rows = [_normalise(func, row, eps) for row in x]
     if gain is not None:
         rows = [[y * g for y, g in zip(row, gain)] for row in rows]
     if bias is not None:
         rows = [[y + b for y, b in zip(row, bias)] for row in rows]
+    if not all_finite(rows):  # a gain or a bias too large for float64
+        raise too_large(func)
     return rows
+
+
+def _normalise(func: str, row: Vector, eps: float) -> Vector:
+    """(row - mean) / sqrt(var + eps) for one row (d,); the result is (d,)."""
+    d = len(row)
+    try:
+        mean = math.fsum(row) / d
+        var = math.fsum((v - mean) ** 2 for v in row) / d
+    except OverflowError:  # a square, or fsum's running total, left float64's range
+        raise too_large(func) from None
+    std = math.sqrt(var + eps)
+    return [(v - mean) / std for v in row]
 
 
 # === Dropout ===
@@ -99,7 +103,8 @@ def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
     """
     func = "dropout"
     check_matrix(func, "M", M, finite=True)
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+    check_number(func, "p", p)
+    if not 0 <= p < 1:
         raise ValueError(
             f"dropout: p must be a probability with 0 <= p < 1, got {p!r}; "
             "p = 1 would zero every entry and 1 / (1 - p) is undefined"
@@ -112,4 +117,7 @@ def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
         return [list(row) for row in M]
     keep = 1 - p
     survivor_scale = 1 / keep
-    return [[v * survivor_scale if rng.random() < keep else 0.0 for v in row] for row in M]
+    dropped = [[v * survivor_scale if rng.random() < keep else 0.0 for v in row] for row in M]
+    if not all_finite(dropped):  # an entry near float64's largest, divided by 1 - p
+        raise too_large(func)
+    return dropped

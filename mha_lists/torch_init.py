@@ -26,19 +26,14 @@ from __future__ import annotations
 import math
 import random
 
-from .matrix import Matrix, ShapeError, Vector, split_heads
+from .checks import ShapeError, check_int, check_number, check_positive_int
+from .matrix import Matrix, Vector, split_heads
 from .weights import MHAWeights, derive_rng
 
 __all__ = [
     "kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha_in_proj_bound",
     "torch_linear_weights", "torch_mha_weights",
 ]
-
-
-def _check_size(func: str, name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{func}: {name} must be a positive int, got {value!r}")
-    return value
 
 
 # === Bounds ===
@@ -55,9 +50,8 @@ def kaiming_uniform_bound(fan_in: int, a: float = 0.0) -> float:
     >>> round(kaiming_uniform_bound(16, a=math.sqrt(5)), 12)   # 1 / sqrt(16)
     0.25
     """
-    _check_size("kaiming_uniform_bound", "fan_in", fan_in)
-    if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a):
-        raise ValueError(f"kaiming_uniform_bound: a must be a finite number, got {a!r}")
+    check_positive_int("kaiming_uniform_bound", "fan_in", fan_in)
+    check_number("kaiming_uniform_bound", "a", a)
     gain = math.sqrt(2 / (1 + a * a))
     return gain * math.sqrt(3 / fan_in)
 
@@ -68,7 +62,7 @@ def linear_bound(fan_in: int) -> float:
     >>> linear_bound(16)
     0.25
     """
-    return 1 / math.sqrt(_check_size("linear_bound", "fan_in", fan_in))
+    return 1 / math.sqrt(check_positive_int("linear_bound", "fan_in", fan_in))
 
 
 def xavier_uniform_bound(fan_in: int, fan_out: int) -> float:
@@ -77,8 +71,8 @@ def xavier_uniform_bound(fan_in: int, fan_out: int) -> float:
     >>> xavier_uniform_bound(16, 16)   # sqrt(6 / 32)
     0.4330127018922193
     """
-    _check_size("xavier_uniform_bound", "fan_in", fan_in)
-    _check_size("xavier_uniform_bound", "fan_out", fan_out)
+    check_positive_int("xavier_uniform_bound", "fan_in", fan_in)
+    check_positive_int("xavier_uniform_bound", "fan_out", fan_out)
     return math.sqrt(6 / (fan_in + fan_out))
 
 
@@ -90,7 +84,7 @@ def mha_in_proj_bound(d_model: int) -> float:
     >>> mha_in_proj_bound(16)          # sqrt(6 / 64)
     0.30618621784789724
     """
-    d_model = _check_size("mha_in_proj_bound", "d_model", d_model)
+    d_model = check_positive_int("mha_in_proj_bound", "d_model", d_model)
     return xavier_uniform_bound(d_model, 3 * d_model)
 
 
@@ -112,8 +106,8 @@ def torch_linear_weights(fan_in: int, fan_out: int, *, rng: random.Random) -> tu
     (4, 3, 3, True)
     """
     func = "torch_linear_weights"
-    _check_size(func, "fan_in", fan_in)
-    _check_size(func, "fan_out", fan_out)
+    check_positive_int(func, "fan_in", fan_in)
+    check_positive_int(func, "fan_out", fan_out)
     if not isinstance(rng, random.Random):
         raise TypeError(f"{func}: rng must be a random.Random, got {type(rng).__name__}")
     bound = linear_bound(fan_in)
@@ -134,8 +128,11 @@ def torch_mha_weights(d_model: int, num_heads: int, *, seed: int, bias: bool = F
     (2, 16, 8, 16, 16)
     """
     func = "torch_mha_weights"
-    _check_size(func, "d_model", d_model)
-    _check_size(func, "num_heads", num_heads)
+    check_positive_int(func, "d_model", d_model)
+    check_positive_int(func, "num_heads", num_heads)
+    check_int(func, "seed", seed)
+    if not isinstance(bias, bool):
+        raise TypeError(f"{func}: bias must be True or False, got {bias!r}")
     if d_model % num_heads:
         raise ShapeError(
             f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "

@@ -92,5 +92,11 @@ def test_bad_sizes_and_generators():
         linear_bound(0)
     with pytest.raises(ValueError, match="kaiming_uniform_bound: a must be a finite number"):
         kaiming_uniform_bound(4, a=float("inf"))
+    with pytest.raises(TypeError, match="^torch_mha_weights: seed must be an int"):
+        torch_mha_weights(16, 2, seed="0")
+    with pytest.raises(TypeError, match="^torch_mha_weights: bias must be True or False"):
+        torch_mha_weights(16, 2, seed=0, bias="no")
+    with pytest.raises(TypeError, match="^mha_in_proj_bound: d_model must be a positive int"):
+        mha_in_proj_bound(16.0)
     with pytest.raises(TypeError, match="torch_linear_weights: rng must be a random.Random"):
         torch_linear_weights(4, 4, rng=42)
