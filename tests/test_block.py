@@ -215,3 +215,27 @@ def test_dropout_needs_a_local_generator():
 def test_dropout_rejects_a_ragged_matrix():
     with pytest.raises(ShapeError, match="dropout: M is ragged"):
         dropout([[1.0, 2.0], [3.0]], 0.1, rng=random.Random(0))
+
+
+# === The error promise, as tests/test_errors.py states it for the core files ===
+
+NAN, INF = float("nan"), float("inf")
+BAD_CALLS = {
+    "layer_norm": (layer_norm, [(None,), ([1.0, 2.0],), ([[1.0, 2.0], [3.0]],), ([[NAN, 1.0]],), ([[INF]],),
+                                ([["a"]],), ([[1.0]], [1.0, 2.0]), ([[1.0]], None, [INF]), ([[1e200, -1e200]],),
+                                ([[1.0, 2.0]], None, None, 0.0)]),
+    "dropout": (lambda *args: dropout(*args, rng=random.Random(0)),
+                [(None, 0.1), ([1.0], 0.1), ([[NAN]], 0.1), ([[1.0]], 1.0), ([[1.0]], -0.5), ([[1.0]], "p"),
+                 ([[1e308] * 20], 0.5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CALLS))
+def test_bad_input_gets_a_named_error_and_changes_nothing(name):
+    func, bad_calls = BAD_CALLS[name]
+    for args in bad_calls:
+        before = repr(args)
+        with pytest.raises((ShapeError, ValueError, TypeError)) as info:
+            func(*args[:3]) if len(args) < 4 else func(*args[:3], eps=args[3])
+        assert str(info.value).startswith(f"{name}: "), f"{name}{args!r:.60} said: {info.value}"
+        assert repr(args) == before
