@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from mha_lists import ShapeError, init_mha_weights
+from mha_lists import ShapeError, init_mha_weights, multi_head_attention
 from mha_lists import masks, matrix, multi_head, one_head, scores_to_weights, weights
 
 NAN, INF = math.nan, math.inf
@@ -197,3 +197,65 @@ def test_message(name, args, error, message):
         FUNCTIONS[name](*args)
     if message is not None:
         assert str(info.value) == message
+
+
+# === Weights: every field is checked, and named ===
+
+W = init_mha_weights(4, 2, seed=0, bias=True, num_kv_heads=1)
+
+
+def poisoned(field, value):
+    """W with entry [0] of the last row of the field's last block replaced (deep copies, W unchanged)."""
+    blocks = getattr(W, field)
+    if field == "b_O":
+        return W._replace(b_O=[value] + blocks[1:]), "weights.b_O[0]"
+    if field == "W_O":
+        return W._replace(W_O=[list(r) for r in blocks[:-1]] + [[value] + blocks[-1][1:]]), "weights.W_O[3][0]"
+    last = len(blocks) - 1
+    if field.startswith("b_"):
+        new = [list(b) for b in blocks[:-1]] + [[value] + blocks[-1][1:]]
+        return W._replace(**{field: new}), f"weights.{field}[{last}][0]"
+    M = blocks[-1]
+    new_M = [list(r) for r in M[:-1]] + [[value] + M[-1][1:]]
+    return W._replace(**{field: list(blocks[:-1]) + [new_M]}), f"weights.{field}[{last}][3][0]"
+
+
+@pytest.mark.parametrize("field", ["W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"])
+@pytest.mark.parametrize("value, error, rule", [
+    (NAN, ValueError, "is nan; entries must be finite numbers"),
+    (INF, ValueError, "is inf; entries must be finite numbers"),
+    ("x", TypeError, "is 'x' (str); entries must be int or float"),
+])
+def test_a_bad_entry_in_any_weight_is_named(field, value, error, rule):
+    bad, where = poisoned(field, value)
+    x = [[0.5, -0.5, 0.25, 1.0], [0.0, 1.0, 2.0, -1.0]]
+    for call, name in ((lambda: multi_head_attention(x, bad), "multi_head_attention"),
+                       (lambda: weights.parameter_count(bad), "parameter_count")):
+        with pytest.raises(error) as info:
+            call()
+        assert str(info.value) == f"{name}: {where} {rule}"
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(W_Q=[W.W_Q[0], [[0.0] * 3] * 4]), "weights.W_Q[0] is 4x2 but weights.W_Q[1] is 4x3; every head must have the same shape"),
+    (dict(W_K=[[[0.0] * 3] * 4]), "W_Q heads are 4x2 but W_K heads are 4x3; queries and keys must have the same width d_k to be multiplied"),
+    (dict(W_V=[[[0.0] * 2] * 4, [[0.0] * 2] * 4]), "W_K has 1 heads of 4x2 but W_V has 2 heads of 4x2; keys and values need the same number of heads and d_model rows"),
+    (dict(W_K=[[[0.0] * 2] * 4] * 2, W_V=[[[0.0] * 2] * 4] * 2, W_Q=[[[0.0] * 2] * 4] * 3,
+          b_Q=None, b_K=None, b_V=None), "3 query heads and 2 key/value heads; num_kv_heads must divide num_heads"),
+    (dict(W_O=[[0.0] * 4] * 3), "W_O is 3x4; it must be (num_heads * d_v) x d_model = 4x4 (2 heads of width 2)"),
+    (dict(b_Q=[[0.0, 0.0]]), "weights.b_Q has 1 vectors; it needs one per head (2)"),
+    (dict(b_K="zeros"), "weights.b_K has str vectors; it needs one per head (1)"),
+    (dict(b_V=[[0.0, 0.0, 0.0]]), "weights.b_V[0] has 3 entries; it must have 2 (the width of that head)"),
+    (dict(b_O=[0.0] * 3), "weights.b_O has 3 entries; it must have d_model = 4"),
+    (dict(W_K=[]), "weights.W_K must be a non-empty list with one matrix per head"),
+])
+def test_weight_shapes_are_checked_against_each_other(changes, message):
+    with pytest.raises(ShapeError) as info:
+        weights.check_weights("demo", W._replace(**changes))
+    assert str(info.value) == f"demo: {message}"
+
+
+def test_weights_must_be_an_mhaweights():
+    with pytest.raises(TypeError, match=r"^demo: weights must be an MHAWeights, got list$"):
+        weights.check_weights("demo", list(W))
+
