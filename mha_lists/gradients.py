@@ -1,0 +1,386 @@
+"""Gradients of multi-head attention: the backward pass, written like the forward one.
+
+``grad_output`` G is the gradient of a loss with respect to the layer's output
+(T, d_model); the functions here return the gradient of ``sum(output * G)``
+with respect to every input and weight, by the chain rule read backwards
+through the forward pass (query head h reads key/value head g = kv_head_for(h)):
+
+    dW_O = concat^T G                 db_O = column sums of G
+    d_concat = G W_O^T                d_head_h = head h's columns of d_concat
+    dA_h = d_head_h V_g^T             dV_g += A_h^T d_head_h
+    dS_h = each row p: p * (dp - p . dp)      (the softmax Jacobian diag(p) - p p^T)
+    dQ_h = dS_h K_g * scale           dK_g += dS_h^T Q_h * scale
+    dW_Q[h] = X^T dQ_h                db_Q[h] = column sums of dQ_h
+    dW_K[g] = C^T dK_g, dW_V[g] = C^T dV_g (and their bias sums)
+    dX = sum over heads of dQ_h W_Q[h]^T  (+ the K and V terms when C is X)
+    dC = sum over key/value heads of dK_g W_K[g]^T + dV_g W_V[g]^T  (cross-attention)
+
+A shared key/value head (grouped-query or multi-query attention) gathers the
+gradients of every query head that reads it: the "+=" above. Masked keys have
+weight 0, so their dS entries are exactly 0 and they pass no gradient back.
+
+=====================================  ============================================
+softmax_backward(p, dp)                ds for one softmax row
+softmax_jacobian(p)                    the matrix diag(p) - p p^T itself
+column_sums(M), sum_matrices(Ms)       bias gradients; gradients that meet
+attention_backward(Q, K, V, G)         one head: (dQ, dK, dV)
+attention_backward_trace(x, w, G)      every backward intermediate, per head
+multi_head_attention_backward(x, w, G) MHAGradients of every input and weight
+MHAGradients, BackwardTrace            what the last two return
+=====================================  ============================================
+
+Every sum is a ``math.fsum`` (through ``matmul`` or directly), so the
+gradients are the same bits on CPython 3.10 to 3.13. No argument is changed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from operator import mul
+from typing import NamedTuple, Optional
+
+from .attention import AttentionTrace, Mask, attention_trace, kv_head_for, softmax_rows
+from .matrix import (
+    Matrix,
+    ShapeError,
+    Vector,
+    check_matrix,
+    check_vector,
+    describe,
+    matmul,
+    scale as scale_matrix,
+    split_heads,
+    transpose,
+)
+from .weights import Dims, MHAWeights, check_weights
+
+__all__ = [
+    "softmax_backward", "softmax_jacobian", "column_sums", "sum_matrices",
+    "attention_backward", "attention_backward_trace", "multi_head_attention_backward",
+    "MHAGradients", "BackwardTrace",
+]
+
+
+# === Small pieces ===
+
+
+def softmax_backward(p: Vector, dp: Vector) -> Vector:
+    """Gradient of one softmax row (n,): ds = p * (dp - p . dp), given p = softmax(s) and dp.
+
+    This is ``dp`` times the Jacobian diag(p) - p p^T, without building the matrix.
+
+    >>> softmax_backward([0.5, 0.5], [1.0, 0.0])
+    [0.25, -0.25]
+    """
+    n, m = check_vector("softmax_backward", "p", p, finite=True), check_vector("softmax_backward", "dp", dp, finite=True)
+    if n != m:
+        raise ShapeError(f"softmax_backward: p has {n} entries and dp has {m}; they must have the same length")
+    return _softmax_backward(p, dp)
+
+
+def _softmax_backward(p: Sequence[float], dp: Sequence[float]) -> Vector:
+    p_dot_dp = math.fsum(map(mul, p, dp))
+    return [p_j * (dp_j - p_dot_dp) for p_j, dp_j in zip(p, dp)]
+
+
+def softmax_jacobian(p: Vector) -> Matrix:
+    """The (n, n) Jacobian of softmax at p = softmax(s): entry [i][j] = d p_i / d s_j = p_i (δ_ij - p_j).
+
+    >>> softmax_jacobian([0.5, 0.5])
+    [[0.25, -0.25], [-0.25, 0.25]]
+    """
+    check_vector("softmax_jacobian", "p", p, finite=True)
+    return [[p_i * ((1.0 if i == j else 0.0) - p_j) for j, p_j in enumerate(p)] for i, p_i in enumerate(p)]
+
+
+def column_sums(M: Matrix) -> Vector:
+    """Sum each column of M (n, m) with ``math.fsum``; the result is (m,). The gradient of a bias.
+
+    >>> column_sums([[1, 2], [3, 4]])
+    [4.0, 6.0]
+    """
+    check_matrix("column_sums", "M", M)
+    return [math.fsum(column) for column in zip(*M)]
+
+
+def sum_matrices(Ms: Sequence[Matrix]) -> Matrix:
+    """Add matrices of the same shape entry by entry, each entry one ``math.fsum``.
+
+    Where a value is used in several places (X feeds Q, K and V; a shared
+    key/value head serves several query heads), its gradient is the sum.
+
+    >>> sum_matrices([[[1, 2]], [[10, 20]], [[100, 200]]])
+    [[111.0, 222.0]]
+    """
+    if not isinstance(Ms, (list, tuple)) or len(Ms) == 0:
+        raise ShapeError("sum_matrices: Ms must be a non-empty list of matrices")
+    shapes = [check_matrix("sum_matrices", f"Ms[{t}]", M) for t, M in enumerate(Ms)]
+    for t, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise ShapeError(
+                f"sum_matrices: Ms[0] is {describe(shapes[0])} but Ms[{t}] is {describe(s)}; "
+                "every matrix must have the same shape"
+            )
+    return _sum_matrices(Ms)
+
+
+def _sum_matrices(Ms: Sequence[Matrix]) -> Matrix:
+    return [[math.fsum(entries) for entries in zip(*rows)] for rows in zip(*Ms)]
+
+
+# === Checking arguments (the same rules as the forward pass) ===
+
+
+def _check_mask(func: str, mask: object, T: int, T_k: int) -> None:
+    if not isinstance(mask, (list, tuple)) or len(mask) == 0:
+        raise ShapeError(f"{func}: mask must be a non-empty list of rows of True/False")
+    for i, row in enumerate(mask):
+        if not isinstance(row, (list, tuple)) or len(row) != len(mask[0]):
+            raise ShapeError(f"{func}: mask is ragged at row {i}; every row must have the same length")
+        for j, value in enumerate(row):
+            if not isinstance(value, bool):
+                raise TypeError(
+                    f"{func}: mask[{i}][{j}] is {value!r}; mask entries must be True "
+                    "(may attend) or False (masked)"
+                )
+    if (len(mask), len(mask[0])) != (T, T_k):
+        raise ShapeError(
+            f"{func}: mask is {len(mask)}x{len(mask[0])}; it must be (queries, keys) = {T}x{T_k}"
+        )
+    for i, row in enumerate(mask):
+        if not any(row):
+            raise ValueError(
+                f"{func}: mask row {i} is all False, so query {i} may attend to no key; "
+                "every query needs at least one key"
+            )
+
+
+def _check_scale(func: str, scale: object) -> None:
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                              or not math.isfinite(scale) or scale <= 0):
+        raise ValueError(f"{func}: scale must be a positive finite number, got {scale!r}")
+
+
+def _check_grad(func: str, grad: object, name: str, rows: int, cols: int, what: str) -> None:
+    shape_ = check_matrix(func, name, grad, finite=True)
+    if shape_ != (rows, cols):
+        raise ShapeError(
+            f"{func}: {name} is {describe(shape_)}; it must have the shape of the output, "
+            f"{what} = {rows}x{cols}"
+        )
+
+
+# === One head ===
+
+
+def _head_backward(A: Matrix, Q: Matrix, K: Matrix, V: Matrix, d_head: Matrix, c: float):
+    """dA, dS, dQ, dK, dV of one head, given its weights A and the gradient of its output."""
+    dA = matmul(d_head, transpose(V))
+    dV = matmul(transpose(A), d_head)
+    dS = [_softmax_backward(p, dp) for p, dp in zip(A, dA)]
+    dQ = scale_matrix(matmul(dS, K), c)
+    dK = scale_matrix(matmul(transpose(dS), Q), c)
+    return dA, dS, dQ, dK, dV
+
+
+def attention_backward(
+    Q: Matrix,
+    K: Matrix,
+    V: Matrix,
+    grad_out: Matrix,
+    *,
+    mask: Optional[Mask] = None,
+    scale: Optional[float] = None,
+) -> tuple[Matrix, Matrix, Matrix]:
+    """Gradients (dQ, dK, dV) of one head, out = softmax(Q K^T * scale) V, given grad_out (T, d_v).
+
+    Q is (T, d_k), K (T_k, d_k), V (T_k, d_v); ``mask`` (T, T_k) is True where
+    query i may attend to key j; ``scale`` defaults to 1 / sqrt(d_k). The
+    gradients are those of sum(out * grad_out), with the shapes of Q, K and V.
+
+    One query, two equal keys (weights 1/2 each), values 1 and 3, scale 1. Each
+    value row gets half of grad_out; the key whose value (3) is above the
+    output (2) gets a positive gradient: raising its score raises the output.
+    dQ is 0 because moving q changes both scores alike.
+
+    >>> attention_backward([[1.0]], [[0.0], [0.0]], [[1.0], [3.0]], [[1.0]], scale=1.0)
+    ([[0.0]], [[-0.5], [0.5]], [[0.5], [0.5]])
+    """
+    func = "attention_backward"
+    T, d_k = check_matrix(func, "Q", Q, finite=True)
+    T_k, d_k2 = check_matrix(func, "K", K, finite=True)
+    T_v, d_v = check_matrix(func, "V", V, finite=True)
+    if d_k2 != d_k:
+        raise ShapeError(f"{func}: Q is {T}x{d_k} and K is {T_k}x{d_k2}; queries and keys must have the same width d_k")
+    if T_v != T_k:
+        raise ShapeError(f"{func}: K is {T_k}x{d_k} and V is {T_v}x{d_v}; there must be one value row per key")
+    _check_grad(func, grad_out, "grad_out", T, d_v, "(queries, d_v)")
+    if mask is not None:
+        _check_mask(func, mask, T, T_k)
+    _check_scale(func, scale)
+    c = 1 / math.sqrt(d_k) if scale is None else scale
+    S = scale_matrix(matmul(Q, transpose(K)), c)
+    if mask is not None:
+        S = [[s if keep else -math.inf for s, keep in zip(row, mask_row)] for row, mask_row in zip(S, mask)]
+    A = softmax_rows(S)
+    _, _, dQ, dK, dV = _head_backward(A, Q, K, V, grad_out, c)
+    return dQ, dK, dV
+
+
+# === Multi-head attention ===
+
+
+class MHAGradients(NamedTuple):
+    """Gradients of sum(output * grad_output), shaped like what they are the gradient of."""
+
+    x: Matrix  # (T, d_model)
+    context: Optional[Matrix]  # (T_k, d_model) for cross-attention, None for self-attention
+    W_Q: list[Matrix]  # one (d_model, d_k) matrix per query head
+    W_K: list[Matrix]  # one (d_model, d_k) matrix per key/value head
+    W_V: list[Matrix]  # one (d_model, d_v) matrix per key/value head
+    W_O: Matrix  # (num_heads * d_v, d_model)
+    b_Q: Optional[list[Vector]] = None  # None when the weights have no biases
+    b_K: Optional[list[Vector]] = None
+    b_V: Optional[list[Vector]] = None
+    b_O: Optional[Vector] = None
+
+
+class BackwardTrace(NamedTuple):
+    """Every intermediate of one backward pass, in the order they are computed."""
+
+    forward: AttentionTrace  # the forward pass the gradients flow back through
+    grad_output: Matrix  # (T, d_model): where the backward pass starts
+    d_concat: Matrix  # (T, num_heads * d_v) = grad_output W_O^T
+    d_heads: list[Matrix]  # per query head, (T, d_v): its columns of d_concat
+    dA: list[Matrix]  # per query head, (T, T_k) = d_head V^T
+    dS: list[Matrix]  # per query head, (T, T_k): dA through each softmax row
+    dQ: list[Matrix]  # per query head, (T, d_k) = dS K * scale
+    dK: list[Matrix]  # per key/value head, (T_k, d_k): summed over the query heads reading it
+    dV: list[Matrix]  # per key/value head, (T_k, d_v): summed over the query heads reading it
+    gradients: MHAGradients  # of every input and weight
+
+
+def _check_inputs(func: str, x, weights, grad_output, context, mask, scale) -> Dims:
+    dims = check_weights(func, weights)
+    T, width = check_matrix(func, "x", x, finite=True)
+    if width != dims.d_model:
+        raise ShapeError(f"{func}: x is {T}x{width} but the weights expect d_model = {dims.d_model} columns")
+    T_k = T
+    if context is not None:
+        T_k, c_width = check_matrix(func, "context", context, finite=True)
+        if c_width != dims.d_model:
+            raise ShapeError(
+                f"{func}: context is {T_k}x{c_width} but the weights expect d_model = {dims.d_model} columns"
+            )
+    _check_grad(func, grad_output, "grad_output", T, dims.d_model, "(T, d_model)")
+    if mask is not None:
+        _check_mask(func, mask, T, T_k)
+    _check_scale(func, scale)
+    return dims
+
+
+def _backward(dims: Dims, weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optional[Matrix],
+              G: Matrix, c: float) -> BackwardTrace:
+    h_count, g_count = dims.num_heads, dims.num_kv_heads
+    C = x if context is None else context
+
+    # Output projection: output = concat W_O + b_O.
+    dW_O = matmul(transpose(fwd.concat), G)
+    d_concat = matmul(G, transpose(weights.W_O))
+    d_heads = split_heads(d_concat, h_count)
+
+    # Each head: head_h = softmax(Q_h K_g^T * c) V_g.
+    dA, dS, dQ = [], [], []
+    dK_parts: list[list[Matrix]] = [[] for _ in range(g_count)]
+    dV_parts: list[list[Matrix]] = [[] for _ in range(g_count)]
+    for h in range(h_count):
+        g = kv_head_for(h, h_count, g_count)
+        dA_h, dS_h, dQ_h, dK_h, dV_h = _head_backward(
+            fwd.attention[h], fwd.Q[h], fwd.K[g], fwd.V[g], d_heads[h], c)
+        dA.append(dA_h)
+        dS.append(dS_h)
+        dQ.append(dQ_h)
+        dK_parts[g].append(dK_h)
+        dV_parts[g].append(dV_h)
+    dK = [_sum_matrices(parts) for parts in dK_parts]
+    dV = [_sum_matrices(parts) for parts in dV_parts]
+
+    # Projections: Q_h = X W_Q[h] + b_Q[h], K_g = C W_K[g] + b_K[g], V_g = C W_V[g] + b_V[g].
+    X_T, C_T = transpose(x), transpose(C)
+    dW_Q = [matmul(X_T, dQ_h) for dQ_h in dQ]
+    dW_K = [matmul(C_T, dK_g) for dK_g in dK]
+    dW_V = [matmul(C_T, dV_g) for dV_g in dV]
+    from_Q = [matmul(dQ[h], transpose(weights.W_Q[h])) for h in range(h_count)]
+    from_KV = [matmul(dK[g], transpose(weights.W_K[g])) for g in range(g_count)] + \
+              [matmul(dV[g], transpose(weights.W_V[g])) for g in range(g_count)]
+    if context is None:
+        dx, dcontext = _sum_matrices(from_Q + from_KV), None
+    else:
+        dx, dcontext = _sum_matrices(from_Q), _sum_matrices(from_KV)
+
+    biases = {}
+    if weights.b_Q is not None:
+        biases["b_Q"] = [column_sums(dQ_h) for dQ_h in dQ]
+    if weights.b_K is not None:
+        biases["b_K"] = [column_sums(dK_g) for dK_g in dK]
+    if weights.b_V is not None:
+        biases["b_V"] = [column_sums(dV_g) for dV_g in dV]
+    if weights.b_O is not None:
+        biases["b_O"] = column_sums(G)
+    grads = MHAGradients(dx, dcontext, dW_Q, dW_K, dW_V, dW_O, **biases)
+    return BackwardTrace(fwd, [list(row) for row in G], d_concat, d_heads, dA, dS, dQ, dK, dV, grads)
+
+
+def attention_backward_trace(
+    x: Matrix,
+    weights: MHAWeights,
+    grad_output: Matrix,
+    *,
+    context: Optional[Matrix] = None,
+    mask: Optional[Mask] = None,
+    scale: Optional[float] = None,
+) -> BackwardTrace:
+    """The backward pass of multi-head attention of x (T, d_model), keeping every intermediate.
+
+    ``grad_output`` (T, d_model) is the gradient of a loss with respect to the
+    output; the other arguments are those of ``attention_trace``, which runs
+    first to give the forward intermediates. ``.gradients`` is what
+    ``multi_head_attention_backward`` returns.
+    """
+    func = "attention_backward_trace"
+    dims = _check_inputs(func, x, weights, grad_output, context, mask, scale)
+    fwd = attention_trace(x, weights, context=context, mask=mask, scale=scale)
+    c = 1 / math.sqrt(dims.d_k) if scale is None else scale
+    return _backward(dims, weights, fwd, x, context, grad_output, c)
+
+
+def multi_head_attention_backward(
+    x: Matrix,
+    weights: MHAWeights,
+    grad_output: Matrix,
+    *,
+    context: Optional[Matrix] = None,
+    mask: Optional[Mask] = None,
+    scale: Optional[float] = None,
+) -> MHAGradients:
+    """Gradients of sum(multi_head_attention(x, weights, ...) * grad_output); grad_output is (T, d_model).
+
+    Returns ``MHAGradients`` shaped like x, context (None for self-attention)
+    and every weight and bias (None where the weights have none). The other
+    arguments are those of ``multi_head_attention``.
+
+    With all-zero weights every head's output is 0, so only W_O (and b_O) feel
+    a gradient, and that gradient is concat^T grad_output = 0:
+
+    >>> from mha_lists import MHAWeights
+    >>> zero = MHAWeights([[[0.0]]], [[[0.0]]], [[[0.0]]], [[0.0]], b_O=[0.0])
+    >>> g = multi_head_attention_backward([[1.0], [2.0]], zero, [[1.0], [1.0]])
+    >>> g.W_O, g.b_O, g.x
+    ([[0.0]], [2.0], [[0.0], [0.0]])
+    """
+    func = "multi_head_attention_backward"
+    dims = _check_inputs(func, x, weights, grad_output, context, mask, scale)
+    fwd = attention_trace(x, weights, context=context, mask=mask, scale=scale)
+    c = 1 / math.sqrt(dims.d_k) if scale is None else scale
+    return _backward(dims, weights, fwd, x, context, grad_output, c).gradients

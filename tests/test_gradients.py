@@ -1,0 +1,311 @@
+"""The backward pass, checked three ways: by hand, by invariants, and by central finite differences."""
+
+import copy
+import math
+
+import pytest
+
+from mha_lists import MHAWeights, ShapeError, causal_mask, init_mha_weights, multi_head_attention, padding_mask
+from mha_lists.gradients import (
+    attention_backward,
+    attention_backward_trace,
+    column_sums,
+    multi_head_attention_backward,
+    softmax_backward,
+    softmax_jacobian,
+    sum_matrices,
+)
+from mha_lists.weights import derive_rng
+
+# === Hand-worked cases ===
+
+
+def test_softmax_backward_by_hand():
+    # p = (1/2, 1/2), dp = (1, 0): p . dp = 1/2, ds = (1/2 (1 - 1/2), 1/2 (0 - 1/2)).
+    assert softmax_backward([0.5, 0.5], [1.0, 0.0]) == [0.25, -0.25]
+    # p = (1/4, 3/4), dp = (4, 0): p . dp = 1, ds = (1/4 * 3, 3/4 * -1).
+    assert softmax_backward([0.25, 0.75], [4.0, 0.0]) == [0.75, -0.75]
+
+
+def test_softmax_jacobian_by_hand_and_against_softmax_backward():
+    assert softmax_jacobian([0.25, 0.75]) == [[0.1875, -0.1875], [-0.1875, 0.1875]]
+    p, dp = [0.125, 0.375, 0.5], [1.0, -2.0, 4.0]
+    J = softmax_jacobian(p)
+    by_matrix = [math.fsum(dp[i] * J[i][j] for i in range(3)) for j in range(3)]
+    assert by_matrix == pytest.approx(softmax_backward(p, dp), abs=1e-15)
+
+
+def test_column_sums_and_sum_matrices_by_hand():
+    assert column_sums([[1, 2, 3], [4, 5, 6]]) == [5.0, 7.0, 9.0]
+    assert sum_matrices([[[1, 2]], [[3, 4]]]) == [[4.0, 6.0]]
+    # fsum: 1e16 + 1 - 1e16 is exactly 1 entry by entry
+    assert sum_matrices([[[1e16]], [[1.0]], [[-1e16]]]) == [[1.0]]
+
+
+def test_one_key_passes_grad_out_to_v_and_nothing_to_q_and_k():
+    # With a single key, every weight is 1 whatever the score: dV = grad_out, dQ = dK = 0.
+    dQ, dK, dV = attention_backward([[3.0, 1.0]], [[2.0, -1.0]], [[5.0, 7.0, 9.0]], [[1.0, 2.0, 3.0]])
+    assert dV == [[1.0, 2.0, 3.0]]
+    assert dQ == [[0.0, 0.0]] and dK == [[0.0, 0.0]]
+
+
+def test_two_tied_keys_by_hand():
+    # Scores 0 and 0: A = (1/2, 1/2), out = 2. dA = grad_out V^T = (1, 3);
+    # dS = p (dA - p . dA) = (1/2 (1 - 2), 1/2 (3 - 2)) = (-1/2, 1/2);
+    # dK = dS^T Q = (-1/2, 1/2) (q = 1), dQ = dS K = 0 (both keys are 0), dV = A^T grad_out = (1/2, 1/2).
+    dQ, dK, dV = attention_backward([[1.0]], [[0.0], [0.0]], [[1.0], [3.0]], [[1.0]], scale=1.0)
+    assert (dQ, dK, dV) == ([[0.0]], [[-0.5], [0.5]], [[0.5], [0.5]])
+
+
+def test_multi_head_backward_by_hand():
+    # d_model 1, one head, W_Q = W_K = 0: every score is 0, so each query averages the
+    # values: output = (x0 + x1) / 2 * W_V * W_O on both rows. With x = (1, 2), W_V = 3,
+    # W_O = 5, grad_output = (1, 1): loss = 2 * 1.5 * 15 = 45.
+    w = MHAWeights([[[0.0]]], [[[0.0]]], [[[3.0]]], [[5.0]], b_Q=[[0.0]], b_K=[[0.0]], b_V=[[0.0]], b_O=[0.0])
+    x, G = [[1.0], [2.0]], [[1.0], [1.0]]
+    assert multi_head_attention(x, w) == [[22.5], [22.5]]
+    g = multi_head_attention_backward(x, w, G)
+    assert g.W_O == [[9.0]]  # concat = (4.5, 4.5): concat^T G = 9
+    assert g.W_V == [[[15.0]]]  # dV = A^T d_head = (5, 5); x^T dV = 5 + 10
+    assert g.x == [[15.0], [15.0]]  # loss = (x0 + x1) * 15: each x_i feeds both rows with weight 1/2
+    assert g.b_V == [[10.0]] and g.b_O == [2.0]
+    assert g.W_Q == [[[0.0]]] and g.W_K == [[[0.0]]]  # scores stay 0 to first order
+    assert g.b_Q == [[0.0]] and g.b_K == [[0.0]]
+    assert g.context is None
+
+
+# === Invariants ===
+
+
+def _config(seed, *, d_model=6, T=4, num_heads=2, num_kv_heads=None, d_k=None, d_v=None, bias=False,
+            cross=None, mask=None):
+    """Weights with random (non-zero) biases, x, optional context, grad_output and a mask."""
+    rng = derive_rng(seed, "test-gradients")
+    w = init_mha_weights(d_model, num_heads, seed=seed, bias=bias, d_k=d_k, d_v=d_v, num_kv_heads=num_kv_heads,
+                         init="xavier_normal")
+    if bias:
+        w = w._replace(**{name: [[rng.gauss(0, 0.5) for _ in b] for b in getattr(w, name)]
+                          for name in ("b_Q", "b_K", "b_V")}, b_O=[rng.gauss(0, 0.5) for _ in w.b_O])
+    rows = lambda n: [[rng.gauss(0, 1) for _ in range(d_model)] for _ in range(n)]  # noqa: E731
+    x = rows(T)
+    context = None if cross is None else rows(cross)
+    T_k = T if cross is None else cross
+    G = [[rng.gauss(0, 1) for _ in range(d_model)] for _ in range(T)]
+    if mask == "causal":
+        mask = causal_mask(T)
+    elif mask == "random":
+        mask = [[rng.random() < 0.6 for _ in range(T_k)] for _ in range(T)]
+        for i, row in enumerate(mask):
+            row[i % T_k] = True
+    elif mask == "padding":
+        mask = padding_mask([1] * (T_k - 1) + [0], 0, num_queries=T)
+    return x, w, context, G, mask
+
+
+def test_a_key_bias_gets_no_gradient():
+    # b_K shifts every score of a query by the same q . b_K: softmax ignores that, so db_K = 0.
+    x, w, context, G, mask = _config(3, bias=True, mask="causal")
+    g = multi_head_attention_backward(x, w, G, mask=mask)
+    assert all(abs(v) < 1e-12 for b in g.b_K for v in b)
+    assert any(abs(v) > 1e-3 for b in g.b_Q for v in b)
+
+
+def test_bias_of_the_output_is_the_column_sums_of_grad_output():
+    x, w, context, G, mask = _config(4, bias=True)
+    assert multi_head_attention_backward(x, w, G).b_O == column_sums(G)
+
+
+def test_masked_keys_get_exactly_zero_gradient():
+    # Key 3 is padding: no query reads it, so its K and V rows (and its share of dX through them) are 0.
+    x, w, context, G, mask = _config(5, mask="padding")
+    trace = attention_backward_trace(x, w, G, mask=mask)
+    for dK, dV in zip(trace.dK, trace.dV):
+        assert all(v == 0.0 for v in dK[3]) and all(v == 0.0 for v in dV[3])
+    assert all(row[3] == 0.0 for dS in trace.dS for row in dS)
+
+
+def test_gradients_are_linear_in_grad_output():
+    x, w, context, G, mask = _config(6, bias=True, num_kv_heads=1, cross=3)
+    g1 = multi_head_attention_backward(x, w, G, context=context)
+    g2 = multi_head_attention_backward(x, w, [[2 * v for v in row] for row in G], context=context)
+    for field in ("x", "context", "W_O"):
+        assert getattr(g2, field) == [[2 * v for v in row] for row in getattr(g1, field)]
+    assert g2.W_K == [[[2 * v for v in row] for row in M] for M in g1.W_K]
+
+
+def test_cross_attention_on_x_itself_splits_the_self_attention_gradient():
+    # context = x: the gradient to x splits into the query part (x) and the key/value part (context).
+    x, w, _, G, mask = _config(7, bias=True, mask="causal")
+    self_g = multi_head_attention_backward(x, w, G, mask=mask)
+    cross_g = multi_head_attention_backward(x, w, G, context=x, mask=mask)
+    both = sum_matrices([cross_g.x, cross_g.context])
+    assert all(a == pytest.approx(b, abs=1e-13) for ra, rb in zip(both, self_g.x) for a, b in zip(ra, rb))
+    assert cross_g.W_K == self_g.W_K and cross_g.W_O == self_g.W_O
+
+
+def test_a_shared_kv_head_gathers_the_gradients_of_its_query_heads():
+    # GQA with 2 query heads reading 1 key/value head, both with the same W_Q: the shared
+    # head's gradients are the sum of what each query head would send it alone.
+    x, w1, _, G, _ = _config(8, d_model=4, num_heads=1, d_k=3, d_v=2)
+    half_O = [[v / 2 for v in row] for row in w1.W_O]  # two identical heads, each with half of W_O
+    w2 = MHAWeights(w1.W_Q * 2, w1.W_K, w1.W_V, half_O + half_O)
+    flat = lambda M: [v for row in M for v in row]  # noqa: E731
+    assert flat(multi_head_attention(x, w2)) == pytest.approx(flat(multi_head_attention(x, w1)), abs=1e-15)
+    g1 = multi_head_attention_backward(x, w1, G)
+    g2 = multi_head_attention_backward(x, w2, G)
+    assert flat(g2.W_K[0]) == pytest.approx(flat(g1.W_K[0]), abs=1e-13)
+    assert flat(g2.W_V[0]) == pytest.approx(flat(g1.W_V[0]), abs=1e-13)
+    assert flat(g2.W_Q[0]) == pytest.approx([v / 2 for v in flat(g1.W_Q[0])], abs=1e-13)
+    assert flat(g2.x) == pytest.approx(flat(g1.x), abs=1e-13)
+
+
+def test_the_trace_and_the_one_head_function_agree():
+    x, w, context, G, mask = _config(9, d_model=6, num_heads=3, d_k=2, d_v=4, cross=5, mask="random")
+    trace = attention_backward_trace(x, w, G, context=context, mask=mask)
+    assert trace.gradients == multi_head_attention_backward(x, w, G, context=context, mask=mask)
+    for h in range(3):
+        dQ, dK, dV = attention_backward(trace.forward.Q[h], trace.forward.K[h], trace.forward.V[h],
+                                        trace.d_heads[h], mask=mask)
+        assert (dQ, dK, dV) == (trace.dQ[h], trace.dK[h], trace.dV[h])
+    assert [len(trace.dA[0]), len(trace.dA[0][0])] == [4, 5]
+    assert [len(trace.d_concat[0]), len(trace.dV[0][0])] == [12, 4]
+
+
+def test_arguments_are_not_changed():
+    x, w, context, G, mask = _config(10, bias=True, num_kv_heads=1, cross=3)
+    before = copy.deepcopy((x, w, context, G))
+    multi_head_attention_backward(x, w, G, context=context)
+    attention_backward(x, context, context, G)
+    assert (x, w, context, G) == before
+
+
+def test_no_biases_means_none():
+    x, w, context, G, mask = _config(11)
+    g = multi_head_attention_backward(x, w, G)
+    assert (g.b_Q, g.b_K, g.b_V, g.b_O, g.context) == (None, None, None, None, None)
+
+
+# === Errors, named at the function called ===
+
+
+def test_grad_output_of_the_wrong_shape():
+    x, w, context, G, mask = _config(12)
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: grad_output is 4x5; .* 4x6"):
+        multi_head_attention_backward(x, w, [row[:5] for row in G])
+    with pytest.raises(ShapeError, match=r"^attention_backward_trace: grad_output is 3x6"):
+        attention_backward_trace(x, w, G[:3])
+    with pytest.raises(ShapeError, match=r"^attention_backward: grad_out is 1x2; .* \(queries, d_v\) = 1x3"):
+        attention_backward([[1.0]], [[1.0]], [[1.0, 2.0, 3.0]], [[1.0, 2.0]])
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_grad_output_must_be_finite(bad):
+    x, w, context, G, mask = _config(13)
+    G = [list(row) for row in G]
+    G[1][2] = bad
+    with pytest.raises(ValueError, match=r"^multi_head_attention_backward: grad_output\[1\]\[2\] is .*finite"):
+        multi_head_attention_backward(x, w, G)
+    with pytest.raises(ValueError, match=r"^attention_backward: grad_out\[0\]\[0\] is .*finite"):
+        attention_backward([[1.0]], [[1.0]], [[1.0]], [[bad]])
+
+
+def test_other_bad_inputs_are_named():
+    x, w, context, G, mask = _config(14)
+    with pytest.raises(TypeError, match="^multi_head_attention_backward: weights must be an MHAWeights"):
+        multi_head_attention_backward(x, "w", G)
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: mask is 4x3; .* 4x4"):
+        multi_head_attention_backward(x, w, G, mask=[[True] * 3] * 4)
+    with pytest.raises(ValueError, match=r"^multi_head_attention_backward: mask row 1 is all False"):
+        multi_head_attention_backward(x, w, G, mask=[[True] * 4, [False] * 4, [True] * 4, [True] * 4])
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: context is 2x5"):
+        multi_head_attention_backward(x, w, G, context=[[0.0] * 5] * 2)
+    with pytest.raises(ValueError, match=r"^multi_head_attention_backward: scale must be a positive"):
+        multi_head_attention_backward(x, w, G, scale=0)
+    with pytest.raises(ShapeError, match=r"^attention_backward: K is 2x1 and V is 3x1"):
+        attention_backward([[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]], [[1.0]])
+    with pytest.raises(ShapeError, match=r"^softmax_backward: p has 2 entries and dp has 3"):
+        softmax_backward([0.5, 0.5], [1.0, 2.0, 3.0])
+    with pytest.raises(ShapeError, match=r"^sum_matrices: Ms\[0\] is 1x2 but Ms\[1\] is 2x1"):
+        sum_matrices([[[1, 2]], [[1], [2]]])
+
+
+# === Central finite differences over random configurations ===
+
+CONFIGS = {
+    "plain, 2 heads": dict(),
+    "causal mask, biases": dict(mask="causal", bias=True),
+    "random mask, 3 heads, d_v != d_k": dict(num_heads=3, d_k=2, d_v=3, mask="random"),
+    "padding mask, custom scale": dict(mask="padding", bias=True),
+    "cross-attention, 3 queries over 5 keys": dict(T=3, cross=5, bias=True),
+    "cross-attention, padding mask": dict(T=3, cross=5, mask="padding"),
+    "GQA: 4 query heads, 2 key/value heads, causal": dict(d_model=8, num_heads=4, num_kv_heads=2, mask="causal"),
+    "MQA: 3 query heads, 1 key/value head, biases": dict(num_heads=3, num_kv_heads=1, bias=True),
+    "GQA cross-attention, d_v != d_k, random mask": dict(num_heads=4, num_kv_heads=2, d_k=2, d_v=3, cross=5,
+                                                      mask="random", bias=True),
+}
+
+
+def _loss(x, w, context, G, mask, scale):
+    out = multi_head_attention(x, w, context=context, mask=mask, scale=scale)
+    return math.fsum(o * g for out_row, G_row in zip(out, G) for o, g in zip(out_row, G_row))
+
+
+def _slots(x, w, context):
+    """(label, container, index) for every number the loss depends on."""
+    slots = []
+
+    def add_matrix(label, M):
+        for i, row in enumerate(M):
+            for j in range(len(row)):
+                slots.append((label, row, j, (i, j)))
+
+    add_matrix("x", x)
+    if context is not None:
+        add_matrix("context", context)
+    for name in ("W_Q", "W_K", "W_V"):
+        for h, M in enumerate(getattr(w, name)):
+            add_matrix(f"{name}[{h}]", M)
+    add_matrix("W_O", w.W_O)
+    for name in ("b_Q", "b_K", "b_V"):
+        for h, b in enumerate(getattr(w, name) or []):
+            add_matrix(f"{name}[{h}]", [b])
+    if w.b_O is not None:
+        add_matrix("b_O", [w.b_O])
+    return slots
+
+
+def _analytic(g, label, ij):
+    i, j = ij
+    if label in ("x", "context", "W_O"):
+        return getattr(g, label)[i][j]
+    if label == "b_O":
+        return g.b_O[j]
+    name, h = label[:3], int(label[4:-1])
+    if name.startswith("b"):
+        return getattr(g, name)[h][j]
+    return getattr(g, name)[h][i][j]
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_central_finite_differences(name):
+    options = dict(CONFIGS[name])
+    seed = 100 + list(CONFIGS).index(name)
+    x, w, context, G, mask = _config(seed, **options)
+    scale = 0.7 if "custom scale" in name else None
+    # Copies we may poke one entry at a time; the originals stay as they are.
+    x, w, context = copy.deepcopy((x, w, context))
+    g = multi_head_attention_backward(x, w, G, context=context, mask=mask, scale=scale)
+    step = 1e-5
+    worst = 0.0
+    for label, row, j, ij in _slots(x, w, context):
+        saved = row[j]
+        row[j] = saved + step
+        up = _loss(x, w, context, G, mask, scale)
+        row[j] = saved - step
+        down = _loss(x, w, context, G, mask, scale)
+        row[j] = saved
+        numeric = (up - down) / (2 * step)
+        exact = _analytic(g, label, ij)
+        worst = max(worst, abs(numeric - exact) / max(1.0, abs(exact)))
+        assert numeric == pytest.approx(exact, rel=1e-6, abs=1e-7), (label, ij)
+    assert worst < 1e-7
