@@ -11,7 +11,14 @@ PyTorch's Linear stores weights as (d_out, d_in), so each of ours is transposed.
 Then it checks ``layer_norm`` against ``torch.nn.functional.layer_norm``, the
 survivors of ``dropout`` against ``torch.nn.functional.dropout``, and the bounds
 of ``mha_lists.torch_init`` against freshly initialised PyTorch layers.
-Exits 1 if any difference exceeds 1e-12.
+
+Then the backward pass: for masks, biases, cross-attention, grouped- and
+multi-query heads, d_v != d_k and a custom scale, PyTorch's autograd
+differentiates sum(output * grad_output) with respect to x, the context and
+every weight and bias, and each gradient is compared with
+``multi_head_attention_backward``.
+
+Exits 1 if any output differs by more than 1e-12 or any gradient by more than 1e-9.
 """
 
 import math
@@ -23,6 +30,7 @@ import torch.nn.functional as F
 from mha_lists import (causal_mask, concat_heads, init_mha_weights, multi_head_attention,
                        padding_mask, running_example)
 from mha_lists.display import format_number
+from mha_lists.gradients import multi_head_attention_backward
 from mha_lists.multi_head import kv_head_for
 from mha_lists.block import dropout, layer_norm
 from mha_lists.torch_init import linear_bound, mha_in_proj_bound, xavier_uniform_bound
@@ -42,23 +50,27 @@ def with_biases(w, seed=5):
                       b_V=[draw(len(M[0])) for M in w.W_V], b_O=draw(len(w.W_O[0])))
 
 
-def torch_sdpa(x, w, context=None, mask=None):
-    """Per-head projections, F.scaled_dot_product_attention, concat, W_O."""
-    src = t(x if context is None else context)
-    X = t(x)
+def torch_sdpa(x, w, context=None, mask=None, scale=None):
+    """Per-head projections, F.scaled_dot_product_attention, concat, W_O.
+
+    x, context and the weights may be lists or torch tensors (leaves that need gradients).
+    """
+    X = t(x) if isinstance(x, list) else x
+    src = X if context is None else (t(context) if isinstance(context, list) else context)
     h, g = len(w.W_Q), len(w.W_K)
     zero = lambda M: [0.0] * len(M[0])  # noqa: E731
     b_Q, b_K, b_V = (w.b_Q or [zero(M) for M in w.W_Q]), (w.b_K or [zero(M) for M in w.W_K]), (w.b_V or [zero(M) for M in w.W_V])
+    T_ = lambda v: t(v) if isinstance(v, list) else v  # noqa: E731
     heads = []
     for head in range(h):
         kv = kv_head_for(head, h, g)
-        Q = X @ t(w.W_Q[head]) + t(b_Q[head])
-        K = src @ t(w.W_K[kv]) + t(b_K[kv])
-        V = src @ t(w.W_V[kv]) + t(b_V[kv])
+        Q = X @ T_(w.W_Q[head]) + T_(b_Q[head])
+        K = src @ T_(w.W_K[kv]) + T_(b_K[kv])
+        V = src @ T_(w.W_V[kv]) + T_(b_V[kv])
         m = None if mask is None else torch.tensor(mask)
-        heads.append(F.scaled_dot_product_attention(Q[None], K[None], V[None], attn_mask=m)[0])
-    out = torch.cat(heads, dim=-1) @ t(w.W_O)
-    return out + (t(w.b_O) if w.b_O is not None else 0)
+        heads.append(F.scaled_dot_product_attention(Q[None], K[None], V[None], attn_mask=m, scale=scale)[0])
+    out = torch.cat(heads, dim=-1) @ T_(w.W_O)
+    return out + (T_(w.b_O) if w.b_O is not None else 0)
 
 
 def torch_nn_mha(x, w, mask=None):
@@ -87,6 +99,84 @@ def compare(name, ours, theirs):
     return diff <= 1e-12
 
 
+def leaf(v):
+    return torch.tensor(v, dtype=torch.float64, requires_grad=True)
+
+
+def torch_gradients(x, w, grad_output, context=None, mask=None, scale=None):
+    """PyTorch autograd's gradients of sum(output * grad_output), as lists shaped like ours."""
+    X = leaf(x)
+    C = None if context is None else leaf(context)
+    tw = w._replace(**{name: [leaf(M) for M in getattr(w, name)] for name in ("W_Q", "W_K", "W_V")},
+                    W_O=leaf(w.W_O))
+    for name in ("b_Q", "b_K", "b_V"):
+        if getattr(w, name) is not None:
+            tw = tw._replace(**{name: [leaf(b) for b in getattr(w, name)]})
+    if w.b_O is not None:
+        tw = tw._replace(b_O=leaf(w.b_O))
+    out = torch_sdpa(X, tw, C, mask, scale)
+    (out * t(grad_output)).sum().backward()
+    grads = {"x": X.grad.tolist(), "context": None if C is None else C.grad.tolist(), "W_O": tw.W_O.grad.tolist()}
+    for name in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"):
+        grads[name] = None if getattr(tw, name) is None else [p.grad.tolist() for p in getattr(tw, name)]
+    grads["b_O"] = None if w.b_O is None else tw.b_O.grad.tolist()
+    return grads
+
+
+def flatten(value):
+    """Every number in a nested list, in order."""
+    if isinstance(value, list):
+        return [v for item in value for v in flatten(item)]
+    return [value]
+
+
+def compare_gradients(name, ours, theirs):
+    worst, fields = 0.0, []
+    for field in ours._fields:
+        a, b = getattr(ours, field), theirs[field]
+        if (a is None) != (b is None):
+            print(f"{name}: gradient {field} is {a is None and 'missing' or 'extra'} in ours")
+            return False, math.inf
+        if a is None:
+            continue
+        fa, fb = flatten(a), flatten(b)
+        if len(fa) != len(fb):
+            print(f"{name}: gradient {field} has {len(fa)} numbers in ours, {len(fb)} in PyTorch's")
+            return False, math.inf
+        worst = max(worst, max(abs(u - v) for u, v in zip(fa, fb)))
+        fields.append(field)
+    print(f"{name:55s} max |diff| = {worst:.1e}   over {', '.join(fields)}")
+    return worst <= 1e-9, worst
+
+
+def gradient_cases():
+    """(name, x, weights, context, mask, scale, grad_output) for the backward check."""
+    ex = running_example()
+    padded = running_example(sentence="<BOS> I like <EOS> <PAD>")
+    ctx = running_example(sentence="<BOS> transformers like I <EOS>", seed=7).x
+    rng = derive_rng(11, "torch-check/grad_output")
+    G = lambda rows, cols=16: [[rng.gauss(0, 1) for _ in range(cols)] for _ in range(rows)]  # noqa: E731
+    random_mask = [[rng.random() < 0.6 or i == j for j in range(5)] for i in range(3)]
+    return [
+        ("running example", ex.x, ex.weights, None, None, None, G(5)),
+        ("causal mask, biases", ex.x, with_biases(init_mha_weights(16, 2, seed=42, bias=True)), None,
+         causal_mask(5), None, G(5)),
+        ("padding mask", padded.x, ex.weights, None, padding_mask(padded.ids, 0), None, G(5)),
+        ("cross-attention: 3 queries, 5 keys, context grads", ex.x[:3], ex.weights, ctx, None, None, G(3)),
+        ("cross-attention, random mask, biases", ex.x[:3], with_biases(init_mha_weights(16, 4, seed=2, bias=True)),
+         ctx, random_mask, None, G(3)),
+        ("GQA: 8 query heads, 2 kv heads, causal", ex.x, init_mha_weights(16, 8, seed=3, num_kv_heads=2), None,
+         causal_mask(5), None, G(5)),
+        ("MQA: 4 query heads, 1 kv head, biases", ex.x,
+         with_biases(init_mha_weights(16, 4, seed=4, num_kv_heads=1, bias=True)), None, None, None, G(5)),
+        ("GQA cross-attention, d_k 3, d_v 5, biases", ex.x[:3],
+         with_biases(init_mha_weights(16, 4, seed=5, num_kv_heads=2, d_k=3, d_v=5, bias=True)), ctx,
+         random_mask, None, G(3)),
+        ("d_v != d_k (6 and 2), scale 0.3, causal", ex.x,
+         init_mha_weights(16, 2, seed=6, d_k=6, d_v=2), None, causal_mask(5), 0.3, G(5)),
+    ]
+
+
 def main():
     ex = running_example()
     padded = running_example(sentence="<BOS> I like <EOS> <PAD>")
@@ -111,7 +201,16 @@ def main():
             ok &= compare(f"{name} vs nn.MultiheadAttention", ours, torch_nn_mha(x, w, mask))
     ok &= check_block_and_init(ex)
     print("all within 1e-12:", ok)
-    return 0 if ok else 1
+
+    print("gradients of sum(output * grad_output): ours against PyTorch autograd")
+    grads_ok, worst = True, 0.0
+    for name, x, w, context, mask, scale, G in gradient_cases():
+        ours = multi_head_attention_backward(x, w, G, context=context, mask=mask, scale=scale)
+        case_ok, case_worst = compare_gradients(name, ours, torch_gradients(x, w, G, context, mask, scale))
+        grads_ok &= case_ok
+        worst = max(worst, case_worst)
+    print(f"all gradients within 1e-9: {grads_ok} (largest difference {worst:.1e})")
+    return 0 if ok and grads_ok else 1
 
 
 def check_block_and_init(ex):
