@@ -13,6 +13,7 @@ through the forward pass (query head h reads key/value head g = kv_head_for(h)):
     dW_Q[h] = X^T dQ_h                db_Q[h] = column sums of dQ_h
     dW_K[g] = C^T dK_g, dW_V[g] = C^T dV_g (and their bias sums)
     dX = sum over heads of dQ_h W_Q[h]^T  (+ the K and V terms when C is X)
+       = [dQ_0 | dQ_1 | ...] [W_Q[0] | W_Q[1] | ...]^T     (one matmul adds the heads)
     dC = sum over key/value heads of dK_g W_K[g]^T + dV_g W_V[g]^T  (cross-attention)
 
 A shared key/value head (grouped-query or multi-query attention) gathers the
@@ -47,6 +48,7 @@ from .matrix import (
     Vector,
     check_matrix,
     check_vector,
+    concat_heads,
     describe,
     matmul,
     scale as scale_matrix,
@@ -311,13 +313,16 @@ def _backward(dims: Dims, weights: MHAWeights, fwd: AttentionTrace, x: Matrix, c
     dW_Q = [matmul(X_T, dQ_h) for dQ_h in dQ]
     dW_K = [matmul(C_T, dK_g) for dK_g in dK]
     dW_V = [matmul(C_T, dV_g) for dV_g in dV]
-    from_Q = [matmul(dQ[h], transpose(weights.W_Q[h])) for h in range(h_count)]
-    from_KV = [matmul(dK[g], transpose(weights.W_K[g])) for g in range(g_count)] + \
-              [matmul(dV[g], transpose(weights.W_V[g])) for g in range(g_count)]
+    # X feeds every query head, C every key and value head: dX is the sum of
+    # dQ_h W_Q[h]^T over the heads (plus the K and V terms when C is X). Joined
+    # side by side, [dQ_0 | dQ_1 | ...] [W_Q[0] | W_Q[1] | ...]^T is that sum,
+    # every entry one fsum over all the heads' products.
     if context is None:
-        dx, dcontext = _sum_matrices(from_Q + from_KV), None
+        dx = matmul(concat_heads(dQ + dK + dV), transpose(concat_heads(weights.W_Q + weights.W_K + weights.W_V)))
+        dcontext = None
     else:
-        dx, dcontext = _sum_matrices(from_Q), _sum_matrices(from_KV)
+        dx = matmul(concat_heads(dQ), transpose(concat_heads(weights.W_Q)))
+        dcontext = matmul(concat_heads(dK + dV), transpose(concat_heads(weights.W_K + weights.W_V)))
 
     biases = {}
     if weights.b_Q is not None:
