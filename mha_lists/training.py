@@ -1,0 +1,304 @@
+"""A toy model that learns to attend: embeddings, one attention layer, softmax cross-entropy, Adam.
+
+The task, "copy the previous token": read a random sequence of letters and,
+at every position i >= 1, predict the letter at position i - 1. Nothing in a
+token says what came before it, so the only way to solve the task is for
+attention to look one position back: the pattern training must discover.
+
+The model, for one sequence of token ids (T,):
+
+    X      = E_tok[ids] + E_pos[0..T-1]                (T, d_model)
+    H      = multi_head_attention(X, attention, mask = causal)      (T, d_model)
+    logits = H W_vocab + b_vocab                       (T, vocab_size)
+    loss   = mean over i >= 1 of -log softmax(logits[i])[ids[i - 1]]
+
+and its gradients, backwards (``model_gradients``):
+
+    dlogits[i] = (softmax(logits[i]) - onehot(target[i])) / (T - 1)   (0 on row 0)
+    dW_vocab = H^T dlogits,  db_vocab = column sums of dlogits,  dH = dlogits W_vocab^T
+    dX, dW_Q, ... = multi_head_attention_backward(X, attention, dH, mask = causal)
+    dE_pos[i] = dX[i],  dE_tok[t] = sum of dX[i] over the positions i holding token t
+
+=============================  ===================================================
+LETTERS, Model, init_model     the toy vocabulary and the model's parameters
+make_sequences, targets        random training sequences; what each position must predict
+forward, cross_entropy         logits and the loss with its gradient dlogits
+model_gradients                loss and the gradient of every parameter, one sequence
+batch_gradients                the mean over a batch
+flatten, unflatten             a Model as one flat list of numbers, and back
+AdamState, adam_step           the optimiser, written out
+train                          steps of Adam; returns the model and the losses
+previous_token_weight          how much attention query i puts on key i - 1
+accuracy                       fraction of positions predicted right
+=============================  ===================================================
+
+Every random number comes from ``derive_rng(seed, name)``, every sum is a
+``math.fsum``: a training run gives the same bits on CPython 3.10 to 3.13.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import NamedTuple, Optional
+
+from .attention import causal_mask, multi_head_attention, softmax
+from .gradients import column_sums, multi_head_attention_backward
+from .matrix import Matrix, Vector, add_row, matmul, transpose
+from .weights import MHAWeights, derive_rng, init_matrix, init_mha_weights
+
+__all__ = [
+    "LETTERS", "Model", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
+    "cross_entropy", "model_gradients", "batch_gradients", "flatten", "unflatten", "AdamState",
+    "adam_step", "train", "previous_token_weight", "accuracy",
+]
+
+LETTERS = ["a", "b", "c", "d", "e"]  # the toy vocabulary
+
+
+class Model(NamedTuple):
+    """Every parameter of the toy model (its gradients have the same shape)."""
+
+    token_embeddings: Matrix  # (vocab_size, d_model)
+    position_embeddings: Matrix  # (seq_len, d_model)
+    attention: MHAWeights  # one multi-head attention layer
+    W_vocab: Matrix  # (d_model, vocab_size)
+    b_vocab: Vector  # (vocab_size,)
+
+
+def init_model(vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, seed: int) -> Model:
+    """A (vocab_size, seq_len, d_model, num_heads) model with seeded random parameters.
+
+    Embeddings are N(0, 1) draws; the attention weights Xavier-uniform (as
+    ``init_mha_weights``); W_vocab Xavier-uniform; b_vocab zero.
+
+    >>> m = init_model(5, 6, 8, 2, seed=0)
+    >>> len(m.token_embeddings), len(m.position_embeddings), len(m.W_vocab), len(m.b_vocab)
+    (5, 6, 8, 5)
+    """
+    def table(rows: int, name: str) -> Matrix:
+        rng = derive_rng(seed, name)
+        return [[rng.gauss(0.0, 1.0) for _ in range(d_model)] for _ in range(rows)]
+
+    return Model(
+        token_embeddings=table(vocab_size, "toy/token_embedding"),
+        position_embeddings=table(seq_len, "toy/position_embedding"),
+        attention=init_mha_weights(d_model, num_heads, seed=seed),
+        W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
+        b_vocab=[0.0] * vocab_size,
+    )
+
+
+# === The task ===
+
+
+def make_sequences(count: int, seq_len: int, vocab_size: int, rng: random.Random) -> list[list[int]]:
+    """``count`` sequences of ``seq_len`` token ids drawn uniformly from 0..vocab_size-1.
+
+    >>> make_sequences(2, 4, 5, random.Random(0))
+    [[3, 3, 0, 2], [4, 3, 3, 2]]
+    """
+    return [[rng.randrange(vocab_size) for _ in range(seq_len)] for _ in range(count)]
+
+
+def targets(ids: Sequence[int]) -> list[Optional[int]]:
+    """What each position must predict: the previous token (nothing at position 0).
+
+    >>> targets([3, 1, 4, 1])
+    [None, 3, 1, 4]
+    """
+    return [None] + list(ids[:-1])
+
+
+# === Forward pass and loss ===
+
+
+class ForwardPass(NamedTuple):
+    x: Matrix  # (T, d_model): token + position embeddings
+    hidden: Matrix  # (T, d_model): the attention layer's output
+    logits: Matrix  # (T, vocab_size)
+
+
+def forward(model: Model, ids: Sequence[int]) -> ForwardPass:
+    """Embeddings, causal multi-head attention and the projection to the vocabulary."""
+    x = [[a + b for a, b in zip(model.token_embeddings[t], model.position_embeddings[i])]
+         for i, t in enumerate(ids)]
+    hidden = multi_head_attention(x, model.attention, mask=causal_mask(len(ids)))
+    logits = add_row(matmul(hidden, model.W_vocab), model.b_vocab)
+    return ForwardPass(x, hidden, logits)
+
+
+def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[float, Matrix]:
+    """Mean of -log softmax(logits[i])[target[i]] over the rows with a target; and d loss / d logits.
+
+    The gradient of row i is (softmax(logits[i]) - onehot(target[i])) / n for
+    the n rows with a target, 0 for the others.
+
+    >>> loss, d = cross_entropy([[0.0, 0.0], [5.0, 1.0]], [1, None])
+    >>> round(loss, 4), d
+    (0.6931, [[0.5, -0.5], [0.0, 0.0]])
+    """
+    n = sum(1 for t in target if t is not None)
+    losses, grads = [], []
+    for row, t in zip(logits, target):
+        if t is None:
+            grads.append([0.0] * len(row))
+            continue
+        top = max(row)
+        log_total = math.log(math.fsum(math.exp(z - top) for z in row)) + top
+        losses.append(log_total - row[t])
+        p = softmax(row)
+        grads.append([(p_j - (1.0 if j == t else 0.0)) / n for j, p_j in enumerate(p)])
+    return math.fsum(losses) / n, grads
+
+
+# === Gradients ===
+
+
+def model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
+    """The loss on one sequence and the gradient of every parameter, as a Model of gradients."""
+    fwd = forward(model, ids)
+    loss, d_logits = cross_entropy(fwd.logits, targets(ids))
+    dW_vocab = matmul(transpose(fwd.hidden), d_logits)
+    db_vocab = column_sums(d_logits)
+    d_hidden = matmul(d_logits, transpose(model.W_vocab))
+    g = multi_head_attention_backward(fwd.x, model.attention, d_hidden, mask=causal_mask(len(ids)))
+    d_attention = MHAWeights(g.W_Q, g.W_K, g.W_V, g.W_O)
+    d_positions = [list(row) for row in g.x] + [[0.0] * len(g.x[0])
+                                                for _ in range(len(model.position_embeddings) - len(ids))]
+    d_tokens = []
+    for t in range(len(model.token_embeddings)):
+        rows = [g.x[i] for i, token in enumerate(ids) if token == t]
+        d_tokens.append([math.fsum(col) for col in zip(*rows)] if rows else [0.0] * len(g.x[0]))
+    return loss, Model(d_tokens, d_positions, d_attention, dW_vocab, db_vocab)
+
+
+def flatten(model: Model) -> list[float]:
+    """Every parameter of the model in one list, in a fixed order (``unflatten`` reverses it)."""
+    flat: list[float] = []
+    for M in _matrices(model):
+        for row in M:
+            flat.extend(row)
+    flat.extend(model.b_vocab)
+    return flat
+
+
+def _matrices(model: Model) -> list[Matrix]:
+    a = model.attention
+    return [model.token_embeddings, model.position_embeddings, *a.W_Q, *a.W_K, *a.W_V, a.W_O, model.W_vocab]
+
+
+def unflatten(flat: Sequence[float], like: Model) -> Model:
+    """A Model shaped like ``like`` holding the numbers of ``flat`` (the order of ``flatten``)."""
+    position = 0
+
+    def take(M: Matrix) -> Matrix:
+        nonlocal position
+        width = len(M[0])
+        rows = []
+        for _ in M:
+            rows.append(list(flat[position:position + width]))
+            position += width
+        return rows
+
+    a = like.attention
+    tokens, positions = take(like.token_embeddings), take(like.position_embeddings)
+    W_Q, W_K, W_V = [take(M) for M in a.W_Q], [take(M) for M in a.W_K], [take(M) for M in a.W_V]
+    W_O, W_vocab = take(a.W_O), take(like.W_vocab)
+    b_vocab = list(flat[position:position + len(like.b_vocab)])
+    return Model(tokens, positions, MHAWeights(W_Q, W_K, W_V, W_O), W_vocab, b_vocab)
+
+
+def batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
+    """Mean loss over a batch of sequences, and the mean gradient as a flat list (order of ``flatten``)."""
+    losses, grads = [], []
+    for ids in batch:
+        loss, g = model_gradients(model, ids)
+        losses.append(loss)
+        grads.append(flatten(g))
+    n = len(batch)
+    return math.fsum(losses) / n, [math.fsum(entries) / n for entries in zip(*grads)]
+
+
+# === Adam ===
+
+
+class AdamState(NamedTuple):
+    step: int  # steps taken so far
+    m: list[float]  # running mean of the gradients
+    v: list[float]  # running mean of the squared gradients
+
+
+def adam_step(
+    params: Sequence[float],
+    grads: Sequence[float],
+    state: Optional[AdamState],
+    *,
+    lr: float = 1e-3,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+) -> tuple[list[float], AdamState]:
+    """One Adam step (PyTorch's defaults): new parameters and new state; nothing is changed in place.
+
+        m = b1 m + (1 - b1) g          v = b2 v + (1 - b2) g^2
+        p = p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+
+    The first step moves every parameter by about lr against the sign of its gradient:
+
+    >>> p, s = adam_step([1.0, 1.0], [0.5, -2.0], None, lr=0.1)
+    >>> [round(x, 6) for x in p], s.step
+    ([0.9, 1.1], 1)
+    """
+    b1, b2 = betas
+    m0 = [0.0] * len(params) if state is None else state.m
+    v0 = [0.0] * len(params) if state is None else state.v
+    t = 1 if state is None else state.step + 1
+    m = [b1 * m_i + (1 - b1) * g for m_i, g in zip(m0, grads)]
+    v = [b2 * v_i + (1 - b2) * g * g for v_i, g in zip(v0, grads)]
+    c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+    new = [p - lr * (m_i / c1) / (math.sqrt(v_i / c2) + eps) for p, m_i, v_i in zip(params, m, v)]
+    return new, AdamState(t, m, v)
+
+
+def train(
+    model: Model,
+    *,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    lr: float = 0.01,
+) -> tuple[Model, list[float]]:
+    """``steps`` Adam steps, each on a fresh batch of random sequences; the trained model and each step's loss."""
+    rng = derive_rng(seed, "toy/batches")
+    seq_len, vocab_size = len(model.position_embeddings), len(model.token_embeddings)
+    params, state, losses = flatten(model), None, []
+    for _ in range(steps):
+        batch = make_sequences(batch_size, seq_len, vocab_size, rng)
+        loss, grads = batch_gradients(unflatten(params, model), batch)
+        params, state = adam_step(params, grads, state, lr=lr)
+        losses.append(loss)
+    return unflatten(params, model), losses
+
+
+# === Measuring what was learned ===
+
+
+def previous_token_weight(attention: Matrix) -> float:
+    """Mean weight that queries i >= 1 put on key i - 1 (1.0 = always exactly the previous token).
+
+    >>> previous_token_weight([[1.0, 0.0, 0.0], [0.75, 0.25, 0.0], [0.0, 0.5, 0.5]])
+    0.625
+    """
+    return math.fsum(attention[i][i - 1] for i in range(1, len(attention))) / (len(attention) - 1)
+
+
+def accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:
+    """Fraction of positions i >= 1 where the most likely token is the previous one."""
+    right, total = 0, 0
+    for ids in sequences:
+        logits = forward(model, ids).logits
+        for row, t in zip(logits[1:], targets(ids)[1:]):
+            right += row.index(max(row)) == t
+            total += 1
+    return right / total
