@@ -28,7 +28,8 @@ batch_gradients                the mean over a batch
 flatten, unflatten             a Model as one flat list of numbers, and back
 AdamState, adam_step           the optimiser, written out
 train                          steps of Adam; returns the model and the losses
-previous_token_weight          how much attention query i puts on key i - 1
+attention_weights              each head's attention on one sequence
+previous_token_weight(s)       how much attention query i puts on key i - 1
 accuracy                       fraction of positions predicted right
 =============================  ===================================================
 
@@ -43,7 +44,8 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
-from .attention import causal_mask, multi_head_attention, softmax
+from .attention import attention_trace, causal_mask, multi_head_attention, softmax
+from .example import EMBED_STD
 from .gradients import column_sums, multi_head_attention_backward
 from .matrix import Matrix, Vector, add_row, matmul, transpose
 from .weights import MHAWeights, derive_rng, init_matrix, init_mha_weights
@@ -51,7 +53,7 @@ from .weights import MHAWeights, derive_rng, init_matrix, init_mha_weights
 __all__ = [
     "LETTERS", "Model", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
     "cross_entropy", "model_gradients", "batch_gradients", "flatten", "unflatten", "AdamState",
-    "adam_step", "train", "previous_token_weight", "accuracy",
+    "adam_step", "train", "attention_weights", "previous_token_weight", "previous_token_weights", "accuracy",
 ]
 
 LETTERS = ["a", "b", "c", "d", "e"]  # the toy vocabulary
@@ -67,11 +69,15 @@ class Model(NamedTuple):
     b_vocab: Vector  # (vocab_size,)
 
 
-def init_model(vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, seed: int) -> Model:
+def init_model(
+    vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, seed: int, embed_std: float = EMBED_STD
+) -> Model:
     """A (vocab_size, seq_len, d_model, num_heads) model with seeded random parameters.
 
-    Embeddings are N(0, 1) draws; the attention weights Xavier-uniform (as
-    ``init_mha_weights``); W_vocab Xavier-uniform; b_vocab zero.
+    Embeddings are N(0, embed_std) draws (0.5, as in the running example: small
+    enough that attention starts out spread over the keys it may see); the
+    attention weights Xavier-uniform (as ``init_mha_weights``); W_vocab
+    Xavier-uniform; b_vocab zero.
 
     >>> m = init_model(5, 6, 8, 2, seed=0)
     >>> len(m.token_embeddings), len(m.position_embeddings), len(m.W_vocab), len(m.b_vocab)
@@ -79,7 +85,7 @@ def init_model(vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, s
     """
     def table(rows: int, name: str) -> Matrix:
         rng = derive_rng(seed, name)
-        return [[rng.gauss(0.0, 1.0) for _ in range(d_model)] for _ in range(rows)]
+        return [[rng.gauss(0.0, embed_std) for _ in range(d_model)] for _ in range(rows)]
 
     return Model(
         token_embeddings=table(vocab_size, "toy/token_embedding"),
@@ -291,6 +297,18 @@ def previous_token_weight(attention: Matrix) -> float:
     0.625
     """
     return math.fsum(attention[i][i - 1] for i in range(1, len(attention))) / (len(attention) - 1)
+
+
+def attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
+    """Each head's (T, T) attention weights when the model reads ``ids``."""
+    x = forward(model, ids).x
+    return attention_trace(x, model.attention, mask=causal_mask(len(ids))).attention
+
+
+def previous_token_weights(model: Model, sequences: Sequence[Sequence[int]]) -> list[float]:
+    """Per head, ``previous_token_weight`` averaged over the sequences."""
+    per_sequence = [[previous_token_weight(A) for A in attention_weights(model, ids)] for ids in sequences]
+    return [math.fsum(column) / len(sequences) for column in zip(*per_sequence)]
 
 
 def accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:

@@ -11,6 +11,7 @@ from mha_lists.training import (
     AdamState,
     accuracy,
     adam_step,
+    attention_weights,
     batch_gradients,
     cross_entropy,
     flatten,
@@ -19,6 +20,7 @@ from mha_lists.training import (
     make_sequences,
     model_gradients,
     previous_token_weight,
+    previous_token_weights,
     targets,
     train,
     unflatten,
@@ -123,7 +125,10 @@ def test_training_learns_to_look_at_the_previous_token():
     assert len(losses) == 50 and losses[-1] < losses[0] / 100
     assert accuracy(model, test_set) < 0.5 < 0.95 < accuracy(trained, test_set)
     x = forward(trained, test_set[0]).x
-    weights = [previous_token_weight(A) for A in attention_trace(x, trained.attention, mask=causal_mask(6)).attention]
-    assert max(weights) > 0.9
+    heads = attention_trace(x, trained.attention, mask=causal_mask(6)).attention
+    assert attention_weights(trained, test_set[0]) == heads
+    assert max(previous_token_weight(A) for A in heads) > 0.9
+    before, after = previous_token_weights(model, test_set), previous_token_weights(trained, test_set)
+    assert len(after) == 2 and max(before) < 0.6 < 0.9 < max(after)
     # the same run gives the same bits
     assert train(model, steps=3, batch_size=2, seed=5) == train(model, steps=3, batch_size=2, seed=5)
