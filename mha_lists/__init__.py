@@ -25,6 +25,10 @@ block.py                   around attention: layer_norm, dropout
 decoding.py                decode_step, KVCache
 cost.py                    multiply_adds (a function of the sizes),
                            MultiplyAddCounter
+gradients.py               the backward pass: attention_backward,
+                           multi_head_attention_backward, MHAGradients,
+                           attention_backward_trace, softmax_backward
+training.py                a toy model that learns: cross-entropy, Adam, train
 example.py                 running_example, Example, VOCAB, SENTENCE, ...
 display.py                 print_matrix, format_matrix, attention_heatmap,
                            heatmap, bar_chart, format_number, show
@@ -37,6 +41,7 @@ from .checks import ShapeError
 from .decoding import decode_step
 from .display import attention_heatmap, format_matrix, print_matrix
 from .example import running_example
+from .gradients import attention_backward, multi_head_attention_backward
 from .masks import causal_mask, combine_masks, padding_mask
 from .matrix import add, add_row, concat_heads, dot, matmul, scale, shape, split_heads, transpose
 from .multi_head import attention_trace, multi_head_attention
@@ -54,6 +59,8 @@ __all__ = [
     "causal_mask", "padding_mask", "combine_masks", "softmax", "softmax_rows",
     # attention: one head, many heads, one token at a time
     "attention", "multi_head_attention", "attention_trace", "decode_step",
+    # the backward pass
+    "attention_backward", "multi_head_attention_backward",
     # the running example and how to show it
     "running_example", "print_matrix", "format_matrix", "attention_heatmap",
 ]
