@@ -10,11 +10,17 @@ here is asserted by the test suite):
 2. One forward pass of ``multi_head_attention`` at GPT-2-small width
    (d_model 768, 12 heads, 16 tokens), and the forward + backward pass
    (``multi_head_attention_backward``) against it.
-3. Gradients of a small layer (d_model 32, 4 heads, 8 tokens): forward +
+3. Gradients of a small layer (d_model 32, 4 heads, 32 tokens): forward +
    backward against the forward alone, and against a scalar autograd engine
    on the same layer -- micrograd's design, one object per number, a graph,
    the chain rule applied node by node -- written below for this comparison
    only, and checked to give the same gradients.
+
+Why two layers for the backward pass: the weight gradients X^T dQ are
+d_model x d_k sums of seq_len products each, where the forward projections
+are seq_len x d_k sums of d_model products. With few tokens and a wide model
+(GPT-2 width, 16 tokens) the backward pass makes many short sums, each with
+the cost of a call; with as many tokens as d_model the counts are alike.
 """
 
 from __future__ import annotations
@@ -203,15 +209,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  forward + backward (multi_head_attention_backward): {t_both:.3f} s = "
           f"{t_both / t_pass:.2f}x the forward pass")
 
-    d_model, num_heads, seq_len = 32, 4, 8
+    d_model, num_heads, seq_len = 32, 4, 32
     small = init_mha_weights(d_model, num_heads, seed=0)
     x = random_matrix(seq_len, d_model, "bench/small_x")
     G = random_matrix(seq_len, d_model, "bench/small_grad_output")
     # A pass of this small layer takes milliseconds: take the best of many.
     (t_forward, _), (t_matrix, grads) = best_times(
         [lambda: multi_head_attention(x, small), lambda: multi_head_attention_backward(x, small, G)],
-        20 * args.repeat)
-    t_scalar, (dx, dW_Q) = best_time(lambda: scalar_attention_gradients(x, small, G), args.repeat)
+        10 * args.repeat)
+    # The scalar engine takes seconds and hundreds of thousands of objects: once is enough.
+    t_scalar, (dx, dW_Q) = best_time(lambda: scalar_attention_gradients(x, small, G), 1)
     print(f"gradients of one layer (d_model {d_model}, {num_heads} heads, {seq_len} tokens)")
     print(f"  forward alone (multi_head_attention):                {t_forward:8.4f} s")
     print(f"  forward + backward (multi_head_attention_backward):  {t_matrix:8.4f} s = "
