@@ -41,21 +41,14 @@ from collections.abc import Sequence
 from operator import mul
 from typing import NamedTuple, Optional
 
-from .attention import AttentionTrace, Mask, attention_trace, kv_head_for, softmax_rows
-from .matrix import (
-    Matrix,
-    ShapeError,
-    Vector,
-    check_matrix,
-    check_vector,
-    concat_heads,
-    describe,
-    matmul,
-    scale as scale_matrix,
-    split_heads,
-    transpose,
-)
-from .weights import Dims, MHAWeights, check_weights
+from .checks import ShapeError, check_matrix, check_vector, describe, reported_as
+from .masks import Mask, apply_mask, check_mask
+from .matrix import Matrix, Vector, concat_heads, matmul, split_heads, transpose
+from .matrix import scale as scale_matrix  # the name ``scale`` is the attention scale here
+from .multi_head import AttentionTrace, attention_trace, check_inputs, kv_head_for
+from .one_head import default_scale
+from .scores_to_weights import softmax_rows
+from .weights import Dims, MHAWeights
 
 __all__ = [
     "softmax_backward", "softmax_jacobian", "column_sums", "sum_matrices",
@@ -134,36 +127,6 @@ def _sum_matrices(Ms: Sequence[Matrix]) -> Matrix:
 # === Checking arguments (the same rules as the forward pass) ===
 
 
-def _check_mask(func: str, mask: object, T: int, T_k: int) -> None:
-    if not isinstance(mask, (list, tuple)) or len(mask) == 0:
-        raise ShapeError(f"{func}: mask must be a non-empty list of rows of True/False")
-    for i, row in enumerate(mask):
-        if not isinstance(row, (list, tuple)) or len(row) != len(mask[0]):
-            raise ShapeError(f"{func}: mask is ragged at row {i}; every row must have the same length")
-        for j, value in enumerate(row):
-            if not isinstance(value, bool):
-                raise TypeError(
-                    f"{func}: mask[{i}][{j}] is {value!r}; mask entries must be True "
-                    "(may attend) or False (masked)"
-                )
-    if (len(mask), len(mask[0])) != (T, T_k):
-        raise ShapeError(
-            f"{func}: mask is {len(mask)}x{len(mask[0])}; it must be (queries, keys) = {T}x{T_k}"
-        )
-    for i, row in enumerate(mask):
-        if not any(row):
-            raise ValueError(
-                f"{func}: mask row {i} is all False, so query {i} may attend to no key; "
-                "every query needs at least one key"
-            )
-
-
-def _check_scale(func: str, scale: object) -> None:
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                              or not math.isfinite(scale) or scale <= 0):
-        raise ValueError(f"{func}: scale must be a positive finite number, got {scale!r}")
-
-
 def _check_grad(func: str, grad: object, name: str, rows: int, cols: int, what: str) -> None:
     shape_ = check_matrix(func, name, grad, finite=True)
     if shape_ != (rows, cols):
@@ -214,19 +177,19 @@ def attention_backward(
     T_k, d_k2 = check_matrix(func, "K", K, finite=True)
     T_v, d_v = check_matrix(func, "V", V, finite=True)
     if d_k2 != d_k:
-        raise ShapeError(f"{func}: Q is {T}x{d_k} and K is {T_k}x{d_k2}; queries and keys must have the same width d_k")
+        raise ShapeError(
+            f"{func}: Q is {T}x{d_k} and K is {T_k}x{d_k2}; queries and keys must have the "
+            "same width d_k to be multiplied"
+        )
     if T_v != T_k:
-        raise ShapeError(f"{func}: K is {T_k}x{d_k} and V is {T_v}x{d_v}; there must be one value row per key")
+        raise ShapeError(f"{func}: K is {T_k}x{d_k2} and V is {T_v}x{d_v}; there must be one value row per key row")
     _check_grad(func, grad_out, "grad_out", T, d_v, "(queries, d_v)")
     if mask is not None:
-        _check_mask(func, mask, T, T_k)
-    _check_scale(func, scale)
-    c = 1 / math.sqrt(d_k) if scale is None else scale
-    S = scale_matrix(matmul(Q, transpose(K)), c)
-    if mask is not None:
-        S = [[s if keep else -math.inf for s, keep in zip(row, mask_row)] for row, mask_row in zip(S, mask)]
-    A = softmax_rows(S)
-    _, _, dQ, dK, dV = _head_backward(A, Q, K, V, grad_out, c)
+        check_mask(func, "mask", mask, (T, T_k))
+    c = default_scale(func, d_k, scale)
+    with reported_as(func):
+        A = softmax_rows(apply_mask(scale_matrix(matmul(Q, transpose(K)), c), mask))  # the forward pass
+        _, _, dQ, dK, dV = _head_backward(A, Q, K, V, grad_out, c)
     return dQ, dK, dV
 
 
@@ -263,23 +226,11 @@ class BackwardTrace(NamedTuple):
     gradients: MHAGradients  # of every input and weight
 
 
-def _check_inputs(func: str, x, weights, grad_output, context, mask, scale) -> Dims:
-    dims = check_weights(func, weights)
-    T, width = check_matrix(func, "x", x, finite=True)
-    if width != dims.d_model:
-        raise ShapeError(f"{func}: x is {T}x{width} but the weights expect d_model = {dims.d_model} columns")
-    T_k = T
-    if context is not None:
-        T_k, c_width = check_matrix(func, "context", context, finite=True)
-        if c_width != dims.d_model:
-            raise ShapeError(
-                f"{func}: context is {T_k}x{c_width} but the weights expect d_model = {dims.d_model} columns"
-            )
-    _check_grad(func, grad_output, "grad_output", T, dims.d_model, "(T, d_model)")
-    if mask is not None:
-        _check_mask(func, mask, T, T_k)
-    _check_scale(func, scale)
-    return dims
+def _check_all(func: str, x, weights, grad_output, context, mask, scale) -> tuple[Dims, float]:
+    """The forward pass's checks (``check_inputs``), then grad_output's."""
+    dims, c = check_inputs(func, x, weights, context, mask, scale)
+    _check_grad(func, grad_output, "grad_output", len(x), dims.d_model, "(T, d_model)")
+    return dims, c
 
 
 def _backward(dims: Dims, weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optional[Matrix],
@@ -354,10 +305,10 @@ def attention_backward_trace(
     ``multi_head_attention_backward`` returns.
     """
     func = "attention_backward_trace"
-    dims = _check_inputs(func, x, weights, grad_output, context, mask, scale)
-    fwd = attention_trace(x, weights, context=context, mask=mask, scale=scale)
-    c = 1 / math.sqrt(dims.d_k) if scale is None else scale
-    return _backward(dims, weights, fwd, x, context, grad_output, c)
+    dims, c = _check_all(func, x, weights, grad_output, context, mask, scale)
+    with reported_as(func):
+        fwd = attention_trace(x, weights, context=context, mask=mask, scale=c)
+        return _backward(dims, weights, fwd, x, context, grad_output, c)
 
 
 def multi_head_attention_backward(
@@ -385,7 +336,7 @@ def multi_head_attention_backward(
     ([[0.0]], [2.0], [[0.0], [0.0]])
     """
     func = "multi_head_attention_backward"
-    dims = _check_inputs(func, x, weights, grad_output, context, mask, scale)
-    fwd = attention_trace(x, weights, context=context, mask=mask, scale=scale)
-    c = 1 / math.sqrt(dims.d_k) if scale is None else scale
-    return _backward(dims, weights, fwd, x, context, grad_output, c).gradients
+    dims, c = _check_all(func, x, weights, grad_output, context, mask, scale)
+    with reported_as(func):
+        fwd = attention_trace(x, weights, context=context, mask=mask, scale=c)
+        return _backward(dims, weights, fwd, x, context, grad_output, c).gradients

@@ -20,7 +20,8 @@ and its gradients, backwards (``model_gradients``):
     dE_pos[i] = dX[i],  dE_tok[t] = sum of dX[i] over the positions i holding token t
 
 =============================  ===================================================
-LETTERS, Model, init_model     the toy vocabulary and the model's parameters
+Model, model_from_example     the running example as a model to train
+LETTERS, init_model            a toy vocabulary; a model of any size
 make_sequences, targets        random training sequences; what each position must predict
 forward, cross_entropy         logits and the loss with its gradient dlogits
 model_gradients                loss and the gradient of every parameter, one sequence
@@ -44,14 +45,16 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
-from .attention import attention_trace, causal_mask, multi_head_attention, softmax
-from .example import EMBED_STD
+from .example import EMBED_STD, Example
 from .gradients import column_sums, multi_head_attention_backward
+from .masks import causal_mask
 from .matrix import Matrix, Vector, add_row, matmul, transpose
+from .multi_head import attention_trace, multi_head_attention
+from .scores_to_weights import softmax
 from .weights import MHAWeights, derive_rng, init_matrix, init_mha_weights
 
 __all__ = [
-    "LETTERS", "Model", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
+    "LETTERS", "Model", "model_from_example", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
     "cross_entropy", "model_gradients", "batch_gradients", "flatten", "unflatten", "AdamState",
     "adam_step", "train", "attention_weights", "previous_token_weight", "previous_token_weights", "accuracy",
 ]
@@ -94,6 +97,23 @@ def init_model(
         W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
         b_vocab=[0.0] * vocab_size,
     )
+
+
+def model_from_example(ex: Example) -> Model:
+    """The running example as a model to train: its embedding tables and attention weights as they are,
+    and a new (d_model, vocab_size) W_vocab, drawn from ``derive_rng(ex.seed, "training/W_vocab")``.
+
+    >>> from mha_lists import running_example
+    >>> m = model_from_example(running_example())
+    >>> len(m.W_vocab), len(m.W_vocab[0]), m.b_vocab
+    (16, 6, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    """
+    if not isinstance(ex, Example):
+        raise TypeError(f"model_from_example: ex must be an Example (from running_example), got {type(ex).__name__}")
+    vocab_size, d_model = len(ex.token_embeddings), len(ex.x[0])
+    W_vocab = init_matrix(d_model, vocab_size, derive_rng(ex.seed, "training/W_vocab"))
+    copy = lambda M: [list(row) for row in M]  # noqa: E731
+    return Model(copy(ex.token_embeddings), copy(ex.position_embeddings), ex.weights, W_vocab, [0.0] * vocab_size)
 
 
 # === The task ===
@@ -272,12 +292,16 @@ def train(
     *,
     steps: int,
     batch_size: int,
+    seq_len: int,
     seed: int,
     lr: float = 0.01,
 ) -> tuple[Model, list[float]]:
-    """``steps`` Adam steps, each on a fresh batch of random sequences; the trained model and each step's loss."""
+    """``steps`` Adam steps, each on a fresh batch of random sequences of ``seq_len`` tokens.
+
+    Returns the trained model and each step's loss (the batch's mean, before the step).
+    """
     rng = derive_rng(seed, "toy/batches")
-    seq_len, vocab_size = len(model.position_embeddings), len(model.token_embeddings)
+    vocab_size = len(model.token_embeddings)
     params, state, losses = flatten(model), None, []
     for _ in range(steps):
         batch = make_sequences(batch_size, seq_len, vocab_size, rng)
