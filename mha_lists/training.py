@@ -45,6 +45,8 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
+from .checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_vector,
+                     reported_as)
 from .example import EMBED_STD, Example
 from .gradients import column_sums, multi_head_attention_backward
 from .masks import causal_mask
@@ -86,17 +88,56 @@ def init_model(
     >>> len(m.token_embeddings), len(m.position_embeddings), len(m.W_vocab), len(m.b_vocab)
     (5, 6, 8, 5)
     """
+    func = "init_model"
+    for name, value in (("vocab_size", vocab_size), ("seq_len", seq_len), ("d_model", d_model),
+                        ("num_heads", num_heads)):
+        check_positive_int(func, name, value)
+    check_int(func, "seed", seed)
+    check_number(func, "embed_std", embed_std, positive=True)
+
     def table(rows: int, name: str) -> Matrix:
         rng = derive_rng(seed, name)
         return [[rng.gauss(0.0, embed_std) for _ in range(d_model)] for _ in range(rows)]
 
-    return Model(
-        token_embeddings=table(vocab_size, "toy/token_embedding"),
-        position_embeddings=table(seq_len, "toy/position_embedding"),
-        attention=init_mha_weights(d_model, num_heads, seed=seed),
-        W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
-        b_vocab=[0.0] * vocab_size,
-    )
+    with reported_as(func):
+        return Model(
+            token_embeddings=table(vocab_size, "toy/token_embedding"),
+            position_embeddings=table(seq_len, "toy/position_embedding"),
+            attention=init_mha_weights(d_model, num_heads, seed=seed),
+            W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
+            b_vocab=[0.0] * vocab_size,
+        )
+
+
+def _check_model(func: str, model: object) -> None:
+    if not isinstance(model, Model):
+        raise TypeError(
+            f"{func}: model must be a Model (from model_from_example or init_model), got {type(model).__name__}"
+        )
+
+
+def _check_ids(func: str, model: Model, ids: object, name: str = "ids", *, at_least: int = 1) -> None:
+    """ids must be a list of token ids the model has rows for: one token row each, one position row each."""
+    _check_model(func, model)
+    if not isinstance(ids, (list, tuple)) or len(ids) < at_least:
+        raise ShapeError(f"{func}: {name} must be a list of at least {at_least} token ids, got {ids!r:.60}")
+    if len(ids) > len(model.position_embeddings):
+        raise ShapeError(
+            f"{func}: {name} has {len(ids)} tokens but the position table has "
+            f"{len(model.position_embeddings)} rows; it needs one row per position"
+        )
+    for i, t in enumerate(ids):
+        if not 0 <= check_int(func, f"{name}[{i}]", t) < len(model.token_embeddings):
+            raise ValueError(
+                f"{func}: {name}[{i}] is {t}; token ids must be 0 to {len(model.token_embeddings) - 1}"
+            )
+
+
+def _check_sequences(func: str, model: Model, sequences: object, *, at_least: int = 1) -> None:
+    if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
+        raise ShapeError(f"{func}: give a non-empty list of sequences (lists of token ids)")
+    for n, ids in enumerate(sequences):
+        _check_ids(func, model, ids, f"sequences[{n}]", at_least=at_least)
 
 
 def model_from_example(ex: Example) -> Model:
@@ -125,6 +166,10 @@ def make_sequences(count: int, seq_len: int, vocab_size: int, rng: random.Random
     >>> make_sequences(2, 4, 5, random.Random(0))
     [[3, 3, 0, 2], [4, 3, 3, 2]]
     """
+    for name, value in (("count", count), ("seq_len", seq_len), ("vocab_size", vocab_size)):
+        check_positive_int("make_sequences", name, value)
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"make_sequences: rng must be a random.Random, got {type(rng).__name__}")
     return [[rng.randrange(vocab_size) for _ in range(seq_len)] for _ in range(count)]
 
 
@@ -134,6 +179,10 @@ def targets(ids: Sequence[int]) -> list[Optional[int]]:
     >>> targets([3, 1, 4, 1])
     [None, 3, 1, 4]
     """
+    if not isinstance(ids, (list, tuple)) or len(ids) == 0:
+        raise ShapeError(f"targets: ids must be a non-empty list of token ids, got {ids!r:.60}")
+    for i, t in enumerate(ids):
+        check_int("targets", f"ids[{i}]", t)
     return [None] + list(ids[:-1])
 
 
@@ -147,7 +196,13 @@ class ForwardPass(NamedTuple):
 
 
 def forward(model: Model, ids: Sequence[int]) -> ForwardPass:
-    """Embeddings, causal multi-head attention and the projection to the vocabulary."""
+    """Embeddings, causal multi-head attention and the projection to the vocabulary, for ids (T,)."""
+    _check_ids("forward", model, ids)
+    with reported_as("forward"):
+        return _forward(model, ids)
+
+
+def _forward(model: Model, ids: Sequence[int]) -> ForwardPass:
     x = [[a + b for a, b in zip(model.token_embeddings[t], model.position_embeddings[i])]
          for i, t in enumerate(ids)]
     hidden = multi_head_attention(x, model.attention, mask=causal_mask(len(ids)))
@@ -165,7 +220,16 @@ def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[floa
     >>> round(loss, 4), d
     (0.6931, [[0.5, -0.5], [0.0, 0.0]])
     """
+    func = "cross_entropy"
+    rows, vocab_size = check_matrix(func, "logits", logits, finite=True)
+    if not isinstance(target, (list, tuple)) or len(target) != rows:
+        raise ShapeError(f"{func}: target must be a list with one entry (a token id or None) per row of logits ({rows})")
+    for i, t in enumerate(target):
+        if t is not None and not 0 <= check_int(func, f"target[{i}]", t) < vocab_size:
+            raise ValueError(f"{func}: target[{i}] is {t}; a target must be None or a column of logits, 0 to {vocab_size - 1}")
     n = sum(1 for t in target if t is not None)
+    if n == 0:
+        raise ValueError(f"{func}: every target is None; there is nothing to score")
     losses, grads = [], []
     for row, t in zip(logits, target):
         if t is None:
@@ -183,8 +247,14 @@ def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[floa
 
 
 def model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
-    """The loss on one sequence and the gradient of every parameter, as a Model of gradients."""
-    fwd = forward(model, ids)
+    """The loss on one sequence of ids (T,), T >= 2, and the gradient of every parameter, as a Model of gradients."""
+    _check_ids("model_gradients", model, ids, at_least=2)
+    with reported_as("model_gradients"):
+        return _model_gradients(model, ids)
+
+
+def _model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
+    fwd = _forward(model, ids)
     loss, d_logits = cross_entropy(fwd.logits, targets(ids))
     dW_vocab = matmul(transpose(fwd.hidden), d_logits)
     db_vocab = column_sums(d_logits)
@@ -202,6 +272,7 @@ def model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
 
 def flatten(model: Model) -> list[float]:
     """Every parameter of the model in one list, in a fixed order (``unflatten`` reverses it)."""
+    _check_model("flatten", model)
     flat: list[float] = []
     for M in _matrices(model):
         for row in M:
@@ -217,6 +288,10 @@ def _matrices(model: Model) -> list[Matrix]:
 
 def unflatten(flat: Sequence[float], like: Model) -> Model:
     """A Model shaped like ``like`` holding the numbers of ``flat`` (the order of ``flatten``)."""
+    _check_model("unflatten", like)
+    size = len(flatten(like))
+    if check_vector("unflatten", "flat", flat) != size:
+        raise ShapeError(f"unflatten: flat has {len(flat)} numbers but a model shaped like `like` has {size}")
     position = 0
 
     def take(M: Matrix) -> Matrix:
@@ -238,9 +313,11 @@ def unflatten(flat: Sequence[float], like: Model) -> Model:
 
 def batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
     """Mean loss over a batch of sequences, and the mean gradient as a flat list (order of ``flatten``)."""
+    _check_sequences("batch_gradients", model, batch, at_least=2)
     losses, grads = [], []
     for ids in batch:
-        loss, g = model_gradients(model, ids)
+        with reported_as("batch_gradients"):
+            loss, g = _model_gradients(model, ids)
         losses.append(loss)
         grads.append(flatten(g))
     n = len(batch)
@@ -276,6 +353,17 @@ def adam_step(
     >>> [round(x, 6) for x in p], s.step
     ([0.9, 1.1], 1)
     """
+    func = "adam_step"
+    n = check_vector(func, "params", params, finite=True)
+    if check_vector(func, "grads", grads, finite=True) != n:
+        raise ShapeError(f"{func}: params has {n} entries and grads has {len(grads)}; one gradient per parameter")
+    if state is not None and (not isinstance(state, AdamState) or len(state.m) != n or len(state.v) != n):
+        raise ValueError(f"{func}: state must be None (the first step) or the AdamState of the previous step, for {n} parameters")
+    check_number(func, "lr", lr, positive=True)
+    check_number(func, "eps", eps, positive=True)
+    if not isinstance(betas, (list, tuple)) or len(betas) != 2 or not all(
+            0 <= check_number(func, "betas", b) < 1 for b in betas):
+        raise ValueError(f"{func}: betas must be two numbers in [0, 1), got {betas!r}")
     b1, b2 = betas
     m0 = [0.0] * len(params) if state is None else state.m
     v0 = [0.0] * len(params) if state is None else state.v
@@ -300,13 +388,25 @@ def train(
 
     Returns the trained model and each step's loss (the batch's mean, before the step).
     """
+    func = "train"
+    _check_model(func, model)
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("seq_len", seq_len)):
+        check_positive_int(func, name, value)
+    if not 2 <= seq_len <= len(model.position_embeddings):
+        raise ValueError(
+            f"{func}: seq_len is {seq_len}; it must be at least 2 (position 0 has no target) and at most "
+            f"the {len(model.position_embeddings)} rows of the position table"
+        )
+    check_int(func, "seed", seed)
+    check_number(func, "lr", lr, positive=True)
     rng = derive_rng(seed, "toy/batches")
     vocab_size = len(model.token_embeddings)
     params, state, losses = flatten(model), None, []
     for _ in range(steps):
         batch = make_sequences(batch_size, seq_len, vocab_size, rng)
-        loss, grads = batch_gradients(unflatten(params, model), batch)
-        params, state = adam_step(params, grads, state, lr=lr)
+        with reported_as(func):
+            loss, grads = batch_gradients(unflatten(params, model), batch)
+            params, state = adam_step(params, grads, state, lr=lr)
         losses.append(loss)
     return unflatten(params, model), losses
 
@@ -320,26 +420,37 @@ def previous_token_weight(attention: Matrix) -> float:
     >>> previous_token_weight([[1.0, 0.0, 0.0], [0.75, 0.25, 0.0], [0.0, 0.5, 0.5]])
     0.625
     """
+    rows, cols = check_matrix("previous_token_weight", "attention", attention, finite=True)
+    if rows != cols or rows < 2:
+        raise ShapeError(
+            f"previous_token_weight: attention is {rows}x{cols}; it must be square (self-attention) "
+            "with at least 2 rows"
+        )
     return math.fsum(attention[i][i - 1] for i in range(1, len(attention))) / (len(attention) - 1)
 
 
 def attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
-    """Each head's (T, T) attention weights when the model reads ``ids``."""
-    x = forward(model, ids).x
-    return attention_trace(x, model.attention, mask=causal_mask(len(ids))).attention
+    """Each head's (T, T) attention weights when the model reads ``ids`` (T,)."""
+    _check_ids("attention_weights", model, ids)
+    with reported_as("attention_weights"):
+        x = _forward(model, ids).x
+        return attention_trace(x, model.attention, mask=causal_mask(len(ids))).attention
 
 
 def previous_token_weights(model: Model, sequences: Sequence[Sequence[int]]) -> list[float]:
-    """Per head, ``previous_token_weight`` averaged over the sequences."""
+    """Per head, ``previous_token_weight`` averaged over the sequences (each of at least 2 tokens)."""
+    _check_sequences("previous_token_weights", model, sequences, at_least=2)
     per_sequence = [[previous_token_weight(A) for A in attention_weights(model, ids)] for ids in sequences]
     return [math.fsum(column) / len(sequences) for column in zip(*per_sequence)]
 
 
 def accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:
     """Fraction of positions i >= 1 where the most likely token is the previous one."""
+    _check_sequences("accuracy", model, sequences, at_least=2)
     right, total = 0, 0
     for ids in sequences:
-        logits = forward(model, ids).logits
+        with reported_as("accuracy"):
+            logits = _forward(model, ids).logits
         for row, t in zip(logits[1:], targets(ids)[1:]):
             right += row.index(max(row)) == t
             total += 1

@@ -13,7 +13,7 @@ from mha_lists import ShapeError
 from mha_lists import block, checks, cost, decoding, display, example, masks, matrix, multi_head, one_head
 from mha_lists import torch_init
 from mha_lists import scores_to_weights as softmax_module
-from mha_lists import strided, weights
+from mha_lists import gradients, strided, training, weights
 
 NAN, INF = math.nan, math.inf
 GOOD_W = weights.init_mha_weights(4, 2, seed=0)
@@ -39,6 +39,11 @@ BAD_WEIGHTS = [
     weights_with(b_Q=[[0.0, 0.0]]),
     weights_with(b_K=[[0.0, 0.0], [0.0, "x"]]),
 ]
+
+GOOD_G = [[1.0, -1.0, 0.5, 0.0]] * 3
+TOY = training.init_model(3, 4, 4, 2, seed=0)
+BAD_GRADS = [M for M in BAD_MATRICES] + [[[1.0] * 4] * 2, [[NAN] * 4] * 3, [[INF] * 4] * 3]
+BAD_IDS = [None, [], [0], [0, 3], [0, -1], [0, 1.0], [0, True], [0, 1, 2, 0, 1], "ab"]
 
 # function -> (name its message must start with, good arguments, list of bad argument tuples)
 CASES = {
@@ -111,6 +116,46 @@ CASES = {
                                                           (strided.tensor([1, 2]), 1),
                                                           (strided.transpose_dims(T, 1, 2), 1)]),
     "strided_merge_heads": (strided.strided_merge_heads, [(T,), (None,)]),
+    # the backward pass
+    "multi_head_attention_backward": (gradients.multi_head_attention_backward,
+                                      [(GOOD_X, w, GOOD_G) for w in BAD_WEIGHTS]
+                                      + [(M, GOOD_W, GOOD_G) for M in BAD_MATRICES]
+                                      + [(GOOD_X, GOOD_W, G) for G in BAD_GRADS]),
+    "attention_backward_trace": (gradients.attention_backward_trace,
+                                 [(GOOD_X, w, GOOD_G) for w in BAD_WEIGHTS[:4]]
+                                 + [(GOOD_X, GOOD_W, G) for G in BAD_GRADS]),
+    "attention_backward": (gradients.attention_backward,
+                           [([[1.0]], [[1.0, 2.0]], [[1.0]], [[1.0]]), ([[1.0]], [[1.0]], [[1.0], [2.0]], [[1.0]]),
+                            ([[NAN]], [[1.0]], [[1.0]], [[1.0]]), ([[1.0]], [[1.0]], [[1.0]], [[INF]]),
+                            ([[1.0]], [[1.0]], [[1.0]], [[1.0, 2.0]]), ([[1.0]], [[1.0]], [[1.0]], None),
+                            (None, [[1.0]], [[1.0]], [[1.0]])]),
+    "softmax_backward": (gradients.softmax_backward, [([0.5, 0.5], [1.0]), ([NAN], [1.0]), ([1.0], [INF]),
+                                                      ([], []), (None, [1.0]), (["a"], [1.0])]),
+    "softmax_jacobian": (gradients.softmax_jacobian, [([NAN],), ([],), (None,), (["a"],)]),
+    "column_sums": (gradients.column_sums, [(M,) for M in BAD_MATRICES[:9]]),
+    "sum_matrices": (gradients.sum_matrices, [([],), (None,), ([[[1.0]], [[1.0], [2.0]]],), ([[[1.0]], 5],)]),
+    # training
+    "init_model": (functools.partial(training.init_model, seed=0), [(0, 4, 4, 2), (3, 4, 4, 3), (3, 4, 4.0, 2),
+                                                                    (3, None, 4, 2)]),
+    "model_from_example": (training.model_from_example, [(None,), (TOY,)]),
+    "make_sequences": (training.make_sequences, [(0, 4, 3, random.Random(0)), (2, 4, 3, 0), (2, "4", 3, random.Random(0))]),
+    "targets": (training.targets, [([],), (None,), ([1, "a"],)]),
+    "forward": (training.forward, [(TOY, ids) for ids in BAD_IDS if ids != [0]] + [(None, [0, 1])]),
+    "cross_entropy": (training.cross_entropy, [([[0.0, 0.0]], [2]), ([[0.0, 0.0]], [None]), ([[NAN, 0.0]], [0]),
+                                               ([[0.0, 0.0]], [0, 1]), ([[0.0]], None), ([[0.0, 0.0]], [0.5])]),
+    "model_gradients": (training.model_gradients, [(TOY, ids) for ids in BAD_IDS] + [(None, [0, 1])]),
+    "batch_gradients": (training.batch_gradients, [(TOY, []), (TOY, None), (TOY, [[0, 1], [0, 3]]), (TOY, [[0]])]),
+    "flatten": (training.flatten, [(None,), (GOOD_W,)]),
+    "unflatten": (training.unflatten, [([0.0], TOY), ([NAN] * 10, None), (None, TOY)]),
+    "adam_step": (training.adam_step, [([1.0], [1.0, 2.0], None), ([NAN], [1.0], None), ([1.0], [1.0], "state"),
+                                       ([], [], None), (None, [1.0], None)]),
+    "train": (lambda model, n: training.train(model, steps=1, batch_size=2, seq_len=n, seed=0),
+              [(TOY, 9), (TOY, 1), (TOY, 2.0), (None, 2)]),
+    "attention_weights": (training.attention_weights, [(TOY, ids) for ids in BAD_IDS if ids != [0]]),
+    "previous_token_weight": (training.previous_token_weight, [([[1.0]],), ([[1.0, 0.0]],), ([[NAN, 0.0], [0.5, 0.5]],),
+                                                               (None,)]),
+    "previous_token_weights": (training.previous_token_weights, [(TOY, []), (TOY, [[0]]), (TOY, [[0, 7]])]),
+    "accuracy": (training.accuracy, [(TOY, []), (TOY, None), (TOY, [[0, 1], [5, 1]])]),
 }
 
 
@@ -177,6 +222,6 @@ def test_every_public_function_is_in_the_readme():
     readme = (checks.__file__.rsplit("/mha_lists/", 1)[0] + "/README.md")
     text = open(readme, encoding="utf-8").read()
     for module in (matrix, weights, masks, softmax_module, one_head, multi_head, decoding, cost, example,
-                   display, strided, block, torch_init):
+                   display, strided, block, torch_init, gradients, training):
         for name in getattr(module, "__all__", []):
             assert f"`{name}" in text, f"{module.__name__}.{name} is not in the README's API table"
