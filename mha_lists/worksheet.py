@@ -1,0 +1,432 @@
+"""Per-student worksheets: one small integer attention problem per student, with its answer key.
+
+    python -m mha_lists.worksheet --student 7                      # student 7's sheet, Markdown
+    python -m mha_lists.worksheet --student 7 --key                # ... with every answer
+    python -m mha_lists.worksheet --students 1-30 --key --format html > class.html
+    python -m mha_lists.worksheet --student 7 --format json        # for your own tools
+
+Student N's problem is drawn from a generator of its own, ``derive_rng(N, "worksheet")``,
+so the same N prints the same bytes on every machine and every CPython, and different
+students get different problems. Every given number is an integer in -5..5; a sheet has
+3 or 4 tokens, d_model 4 or 6 and 2 or 3 heads, and is redrawn until the pencil work stays
+small: each column of a weight matrix has one or two non-zero entries, every entry of Q, K
+and V is at most 6 in size, every raw score at most 16, the scores of one row differ by at
+most 8, and the differences d = s - max(row) that occur fit a printed table of
+e^(d * scale) with at most 8 lines. The answers are the
+module's own: ``attention_trace`` computes them.
+
+=========================  ==========================================================
+worksheet(student)         the Worksheet: tokens, X, weights, scale, trace, raw scores,
+                           the e^x table
+as_json(ws)                the problem and every answer, as one JSON object
+to_markdown(ws, key=...)   the sheet as Markdown (answers only with key=True)
+to_html(sheets, key=...)   a print-ready page: one student per page, each key on its own
+main(argv)                 the command line (bad arguments: one line, exit code 2)
+=========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from collections.abc import Sequence
+from typing import NamedTuple, Optional
+
+from . import AttentionTrace, MHAWeights, Matrix, attention_trace, derive_rng, format_matrix, format_number
+from .paper import ExpRow, exp_table, integer_matrix, raw_scores, score_differences
+
+__all__ = ["Worksheet", "worksheet", "as_json", "to_markdown", "to_html", "main", "SENTENCES", "SHAPES"]
+
+SENTENCES = [
+    "I like tea", "we read books", "cats chase mice", "you see stars", "birds sing songs",
+    "they love maths", "dogs dig holes", "she writes code", "I like green tea", "we read old books",
+    "cats chase small mice", "you see bright stars", "he plays the drums", "they love hard maths",
+]
+SHAPES = [(4, 2), (6, 2), (6, 3)]  # (d_model, num_heads): d_k = d_v = 2, 3, 2
+MAX_QKV = 6  # largest size of an entry of Q, K or V
+MAX_SCORE = 16  # largest size of a raw score
+MAX_SPREAD = 8  # largest difference between two raw scores of one row
+MAX_TABLE = 8  # most lines in the e^x table
+MAX_STUDENT = 10**9
+_X_VALUES = [-3, -2, -1, 1, 2, 3]
+_W_VALUES = [-2, -1, 1, 2]
+_WO_VALUES = [-1, 1]
+
+
+class Worksheet(NamedTuple):
+    """One student's problem and everything the key shows."""
+
+    student: int
+    tokens: list[str]
+    x: list[list[int]]  # (T, d_model)
+    weights: MHAWeights  # integer W_Q, W_K, W_V per head and W_O
+    d_k: int
+    scale: float  # 1 / sqrt(d_k)
+    raw_scores: list[list[list[int]]]  # per head, Q K^T before scaling (integers)
+    table: list[ExpRow]  # e^(d * scale) for every difference d = s - max(row) that occurs
+    trace: AttentionTrace  # every answer, from attention_trace
+
+
+# === Drawing a problem ===
+
+
+def _sparse_matrix(rng, rows: int, cols: int, values: Sequence[int], per_column: Sequence[int]) -> list[list[int]]:
+    """(rows, cols) integers, each column with a few non-zero entries from ``values``."""
+    M = [[0] * cols for _ in range(rows)]
+    for c in range(cols):
+        for r in rng.sample(range(rows), rng.choice(per_column)):
+            M[r][c] = rng.choice(values)
+    return M
+
+
+def _draw_x(rng, T: int, d_model: int) -> list[list[int]]:
+    """(T, d_model): two non-zero entries per row, no two rows alike."""
+    while True:
+        x = [[0] * d_model for _ in range(T)]
+        for row in x:
+            for c in rng.sample(range(d_model), 2):
+                row[c] = rng.choice(_X_VALUES)
+        if len({tuple(row) for row in x}) == T:
+            return x
+
+
+def _draw(rng) -> tuple[list[str], list[list[int]], MHAWeights]:
+    tokens = rng.choice(SENTENCES).split()
+    d_model, num_heads = (4, 2) if len(tokens) == 4 else rng.choice(SHAPES)
+    d_k = d_model // num_heads
+    x = _draw_x(rng, len(tokens), d_model)
+    W_Q, W_K, W_V = ([_sparse_matrix(rng, d_model, d_k, _W_VALUES, (1, 2)) for _ in range(num_heads)]
+                     for _ in range(3))
+    W_O = _sparse_matrix(rng, d_model, d_model, _WO_VALUES, (1, 2))
+    return tokens, x, MHAWeights(W_Q, W_K, W_V, W_O)
+
+
+def _pencil_friendly(trace: AttentionTrace, scores: list[list[list[int]]], scale: float) -> bool:
+    """Small projections, small scores, a short e^x table, and every head with something to do."""
+    for M in (*trace.Q, *trace.K, *trace.V):
+        if max(abs(v) for row in M for v in row) > MAX_QKV:
+            return False
+    for S, V in zip(scores, trace.V):
+        if max(abs(s) for row in S for s in row) > MAX_SCORE:
+            return False
+        if any(max(row) - min(row) > MAX_SPREAD for row in S):
+            return False
+        if all(max(row) == min(row) for row in S):  # a head whose every row is uniform
+            return False
+        if all(v == 0 for row in V for v in row):
+            return False
+    return len(score_differences(scores)) <= MAX_TABLE
+
+
+def worksheet(student: int) -> Worksheet:
+    """Student N's problem (T <= 4 tokens, d_model <= 6, >= 2 heads) and its answers.
+
+    The same N always gives the same problem.
+
+    >>> ws = worksheet(1)
+    >>> ws == worksheet(1), len(ws.tokens) <= 4, len(ws.weights.W_Q) >= 2
+    (True, True, True)
+    >>> all(-5 <= v <= 5 for row in ws.x for v in row)
+    True
+    """
+    if isinstance(student, bool) or not isinstance(student, int) or not 1 <= student <= MAX_STUDENT:
+        raise ValueError(f"worksheet: student must be a whole number from 1 to {MAX_STUDENT}, got {student!r}")
+    rng = derive_rng(student, "worksheet")
+    while True:
+        tokens, x, weights = _draw(rng)
+        d_k = len(weights.W_Q[0][0])
+        scale = 1 / d_k ** 0.5
+        trace = attention_trace(x, weights)
+        scores = [integer_matrix(raw_scores(Q, K)) for Q, K in zip(trace.Q, trace.K)]
+        if _pencil_friendly(trace, scores, scale):
+            table = exp_table(score_differences(scores), scale)
+            return Worksheet(student, tokens, x, weights, d_k, scale, scores, table, trace)
+
+
+# === JSON ===
+
+
+def as_json(ws: Worksheet) -> dict:
+    """The problem and every answer as plain lists: scores already scaled, Q, K, V as ints.
+
+    >>> sorted(as_json(worksheet(1))["answers"])
+    ['K', 'Q', 'V', 'attention', 'concat', 'head_outputs', 'output', 'scores']
+    """
+    t = ws.trace
+    return {
+        "student": ws.student,
+        "tokens": list(ws.tokens),
+        "X": ws.x,
+        "W_Q": ws.weights.W_Q,
+        "W_K": ws.weights.W_K,
+        "W_V": ws.weights.W_V,
+        "W_O": ws.weights.W_O,
+        "scale": ws.scale,
+        "answers": {
+            "Q": [integer_matrix(M) for M in t.Q],
+            "K": [integer_matrix(M) for M in t.K],
+            "V": [integer_matrix(M) for M in t.V],
+            "scores": t.scores,
+            "attention": t.attention,
+            "head_outputs": t.head_outputs,
+            "concat": t.concat,
+            "output": t.output,
+        },
+    }
+
+
+# === Markdown ===
+
+
+def _labels(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}{j}" for j in range(n)]
+
+
+def _block(M: Matrix, title: str, rows: Sequence[str], cols: Sequence[str], digits: int = 4) -> str:
+    return "```\n" + format_matrix(M, row_labels=rows, col_labels=cols, digits=digits, title=title) + "\n```"
+
+
+def _facts(ws: Worksheet) -> str:
+    T, d_model, h = len(ws.x), len(ws.x[0]), len(ws.weights.W_Q)
+    return (f"{T} tokens, d_model = {d_model}, {h} heads, d_k = d_v = {d_model} / {h} = {ws.d_k}, "
+            f"scale = 1/sqrt({ws.d_k}) = {ws.scale:.4f}")
+
+
+def _table_lines(ws: Worksheet) -> list[str]:
+    lines = ["| d = s - max(row) | x = d * scale | e^x |", "|---:|---:|---:|"]
+    lines += [f"| {row.d} | {row.x:.3f} | {row.exp:.4f} |" for row in ws.table]
+    return lines
+
+
+STEPS = [
+    "For each head h: Q = X W_Q, K = X W_K, V = X W_V (integers).",
+    "Raw scores S = Q K^T (integers): S[i][j] = row i of Q times row j of K.",
+    "In each row of S, take d = s - (largest s of the row) for every entry and look up e^(d * scale) "
+    "in the table. Each weight is its e^x divided by the row's total. Each row sums to 1.",
+    "Head output = weights V: row i is the weighted average of V's rows.",
+    "concat = [head 0 | head 1 | ...], then output = concat W_O.",
+]
+
+
+def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
+    """Student N's sheet as Markdown; with ``key=True`` every intermediate answer follows."""
+    toks = ws.tokens
+    d_model, h = len(ws.x[0]), len(ws.weights.W_Q)
+    dims = _labels("d", d_model)
+    out = [f"# Multi-head attention on paper: student {ws.student}", "",
+           f"Sentence: **{' '.join(toks)}**. {_facts(ws)}.", "",
+           "## Given", "", _block(ws.x, "X", toks, dims), ""]
+    for head in range(h):
+        for name, W, p in (("W_Q", ws.weights.W_Q, "q"), ("W_K", ws.weights.W_K, "k"), ("W_V", ws.weights.W_V, "v")):
+            out += [_block(W[head], f"{name}, head {head}", dims, _labels(p, ws.d_k)), ""]
+    out += [_block(ws.weights.W_O, "W_O", _labels("c", h * ws.d_k), dims), "",
+            "Table of e^x for every difference that occurs on this sheet:", "", *_table_lines(ws), "",
+            "## Your steps", ""]
+    out += [f"{n}. {step}" for n, step in enumerate(STEPS, 1)]
+    out.append("")
+    if key:
+        out += ["## Answer key", "", _key_note(), ""]
+        for title, M, rows, cols, digits in _key_items(ws):
+            out += [_block(M, title, rows, cols, digits), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _key_note() -> str:
+    return ("Weights and outputs are exact, to 4 decimals; an answer worked with the table agrees "
+            "to about 0.001. Count an answer right when it is within 0.01.")
+
+
+def _key_items(ws: Worksheet) -> list[tuple[str, Matrix, list[str], list[str], int]]:
+    """(title, matrix, row labels, column labels, digits) of every answer, in working order."""
+    t, toks, d_k = ws.trace, ws.tokens, ws.d_k
+    h, d_model = len(t.Q), len(ws.x[0])
+    items = []
+    for head in range(h):
+        items += [
+            (f"Q, head {head}", integer_matrix(t.Q[head]), toks, _labels("q", d_k), 0),
+            (f"K, head {head}", integer_matrix(t.K[head]), toks, _labels("k", d_k), 0),
+            (f"V, head {head}", integer_matrix(t.V[head]), toks, _labels("v", d_k), 0),
+            (f"raw scores Q K^T, head {head}", ws.raw_scores[head], toks, toks, 0),
+            (f"scaled scores, head {head}", t.scores[head], toks, toks, 4),
+            (f"attention weights, head {head}", t.attention[head], toks, toks, 4),
+            (f"output, head {head}", t.head_outputs[head], toks, _labels("v", d_k), 4),
+        ]
+    items += [("concat", t.concat, toks, _labels("c", h * d_k), 4),
+              ("output", t.output, toks, _labels("d", d_model), 4)]
+    return items
+
+
+# === HTML ===
+
+_CSS = """
+body { font-family: Georgia, 'Times New Roman', serif; font-size: 10.5pt; margin: 0; color: #000; }
+.page { padding: 10mm 12mm; }
+h1 { font-size: 15pt; margin: 0 0 2mm 0; }
+h2 { font-size: 12pt; margin: 4mm 0 1mm 0; }
+p { margin: 1mm 0; }
+.row { display: flex; flex-wrap: wrap; gap: 3mm 6mm; align-items: flex-start; }
+table.m { border-collapse: collapse; font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 9.5pt; }
+table.m caption { caption-side: top; text-align: left; font-family: Georgia, serif; font-weight: bold; padding-bottom: 1px; }
+table.m th { font-weight: normal; color: #444; padding: 1px 4px; }
+table.m td { border: 1px solid #777; padding: 1px 5px; text-align: right; min-width: 7mm; height: 5mm; }
+table.blank td { min-width: 12mm; }
+ol { margin: 1mm 0; padding-left: 6mm; }
+.name { float: right; font-size: 10.5pt; }
+@page { size: A4; margin: 8mm; }
+@media print { .page { padding: 0; } }
+.page + .page { break-before: page; page-break-before: always; }
+@media screen { .page { border-bottom: 2px dashed #999; } }
+"""
+
+
+def _html_table(M, title: str, rows: Sequence[str], cols: Sequence[str], digits: int = 0, *,
+                blank: bool = False) -> str:
+    cls = "m blank" if blank else "m"
+    out = [f'<table class="{cls}"><caption>{html.escape(title)}</caption>',
+           "<tr><th></th>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"]
+    for i, label in enumerate(rows):
+        cells = ("" if blank else _cell(M[i][j], digits) for j in range(len(cols)))
+        out.append(f"<tr><th>{html.escape(label)}</th>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _cell(value, digits: int) -> str:
+    return value if isinstance(value, str) else format_number(value, digits)
+
+
+def _sheet_page(ws: Worksheet) -> str:
+    toks, d_k = ws.tokens, ws.d_k
+    d_model, h = len(ws.x[0]), len(ws.weights.W_Q)
+    dims = _labels("d", d_model)
+    out = ['<section class="page">',
+           f'<div class="name">Name: ____________________</div>',
+           f"<h1>Multi-head attention on paper: student {ws.student}</h1>",
+           f"<p>Sentence: <b>{html.escape(' '.join(toks))}</b>. {html.escape(_facts(ws))}.</p>",
+           '<div class="row">',
+           _html_table(ws.x, "X", toks, dims),
+           _html_table(ws.weights.W_O, "W_O", _labels("c", h * d_k), dims),
+           _html_table([[r.d, f"{r.x:.3f}", f"{r.exp:.4f}"] for r in ws.table], "e^x table",
+                       ["" for _ in ws.table], ["d = s - max", "x = d * scale", "e^x"]),
+           "</div>"]
+    for head in range(h):
+        out.append(f"<h2>Head {head}</h2>")
+        out.append('<div class="row">')
+        for name, W, p in (("W_Q", ws.weights.W_Q, "q"), ("W_K", ws.weights.W_K, "k"), ("W_V", ws.weights.W_V, "v")):
+            out.append(_html_table(W[head], f"{name}, head {head}", dims, _labels(p, d_k)))
+        out.append("</div>")
+        out.append('<div class="row">')
+        for name, p in (("Q", "q"), ("K", "k"), ("V", "v")):
+            out.append(_html_table(None, name, toks, _labels(p, d_k), blank=True))
+        out.append(_html_table(None, "raw scores Q K^T", toks, toks, blank=True))
+        out.append(_html_table(None, "attention weights", toks, toks, blank=True))
+        out.append(_html_table(None, "output", toks, _labels("v", d_k), blank=True))
+        out.append("</div>")
+    out.append("<h2>Steps</h2><ol>" + "".join(f"<li>{html.escape(s)}</li>" for s in STEPS) + "</ol>")
+    out.append('<div class="row">')
+    out.append(_html_table(None, "concat", toks, _labels("c", h * d_k), blank=True))
+    out.append(_html_table(None, "output = concat W_O", toks, dims, blank=True))
+    out.append("</div>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _key_page(ws: Worksheet) -> str:
+    out = ['<section class="page key">',
+           f"<h1>Answer key: student {ws.student}</h1>",
+           f"<p>Sentence: <b>{html.escape(' '.join(ws.tokens))}</b>. {html.escape(_facts(ws))}.</p>",
+           f"<p>{html.escape(_key_note())}</p>",
+           '<div class="row">']
+    h = len(ws.trace.Q)
+    items = _key_items(ws)
+    per_head = (len(items) - 2) // h
+    for n, (title, M, rows, cols, digits) in enumerate(items):
+        if n < h * per_head and n % per_head == 0:
+            out.append(f'</div><h2>Head {n // per_head}</h2><div class="row">')
+        elif n == h * per_head:
+            out.append('</div><h2>Concatenation and output</h2><div class="row">')
+        out.append(_html_table(M, title, rows, cols, digits))
+    out += ["</div>", "</section>"]
+    return "\n".join(out)
+
+
+def to_html(sheets: Sequence[Worksheet], *, key: bool = False) -> str:
+    """A print-ready page: each student's sheet on its own page; with ``key=True`` the keys
+    follow, each on its own page, after all the sheets (print the first pages for the class)."""
+    pages = [_sheet_page(ws) for ws in sheets]
+    if key:
+        pages += [_key_page(ws) for ws in sheets]
+    first, last = sheets[0].student, sheets[-1].student
+    who = f"student {first}" if len(sheets) == 1 else f"students {first}-{last}"
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>Multi-head attention on paper: {who}{' with keys' if key else ''}</title>\n"
+            f"<style>{_CSS}</style>\n</head>\n<body>\n" + "\n".join(pages) + "\n</body>\n</html>\n")
+
+
+# === Command line ===
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors are one line and exit code 2, as in ``python -m mha_lists``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _student(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_STUDENT:
+        raise argparse.ArgumentTypeError(f"{value} is not a student number from 1 to {MAX_STUDENT}")
+    return value
+
+
+def _students(text: str) -> list[int]:
+    first, sep, last = text.partition("-")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 1-30")
+    a, b = _student(first), _student(last)
+    if a > b:
+        raise argparse.ArgumentTypeError(f"{text!r} runs backwards; write the smaller number first")
+    if b - a >= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is {b - a + 1} students; print at most 1000 at a time")
+    return list(range(a, b + 1))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m mha_lists.worksheet",
+                     description="Print one student's attention-on-paper worksheet (or a whole class's).")
+    who = parser.add_mutually_exclusive_group(required=True)
+    who.add_argument("--student", type=_student, help="the student's number N: the problem is seeded from N")
+    who.add_argument("--students", type=_students, metavar="A-B", help="every student from A to B, e.g. 1-30")
+    parser.add_argument("--key", action="store_true", help="add every intermediate answer")
+    parser.add_argument("--format", choices=["md", "html", "json"], default="md",
+                        help="md (default), html (print-ready, one student per page) or json "
+                             "(always with the answers)")
+    return parser
+
+
+def render(args: argparse.Namespace) -> str:
+    """What ``main`` prints for parsed arguments."""
+    numbers = [args.student] if args.student is not None else args.students
+    sheets = [worksheet(n) for n in numbers]
+    if args.format == "json":
+        objects = [as_json(ws) for ws in sheets]
+        return json.dumps(objects[0] if args.student is not None else objects) + "\n"
+    if args.format == "html":
+        return to_html(sheets, key=args.key)
+    return "\n---\n\n".join(to_markdown(ws, key=args.key) for ws in sheets)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    sys.stdout.write(render(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
