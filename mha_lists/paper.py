@@ -42,9 +42,23 @@ from typing import NamedTuple
 from . import MHAWeights, Matrix, Vector, matmul, transpose
 
 __all__ = [
-    "PAPER_TOKENS", "PAPER_FEATURES", "PAPER_HEADS", "PaperExample", "paper_example", "raw_scores",
+    "PAPER_TOKENS", "PAPER_FEATURES", "PAPER_HEADS", "PAPER_STORY", "PaperExample", "paper_example", "raw_scores",
     "integer_matrix", "score_differences", "exp_table", "table_softmax", "ExpRow",
 ]
+
+PAPER_STORY = """\
+Each token is four integers. The first two say where it stands, a quarter turn per \
+position: (1, 0) for position 0, (0, 1) for position 1, (-1, 0) for position 2. The last two \
+say what it is: a noun or a verb.
+
+The weights were chosen by hand so that each head has one job. Head 0 looks for the \
+previous token: a query asks for the position one step back, and a key is its own \
+position. Head 1 looks for the subject: every query asks for the noun in position 0. \
+Both heads carry the same value, the token's type (noun, verb), and W_O is the identity, \
+so you can read each head in the output.
+
+Before you start, predict: which token will each token look at in each head? After step 3, \
+circle the largest weight in each row and compare."""
 
 PAPER_TOKENS = ["I", "like", "transformers"]
 PAPER_FEATURES = ["pos a", "pos b", "noun", "verb"]

@@ -4,6 +4,7 @@
     python -m mha_lists.worksheet --student 7 --key                # ... with every answer
     python -m mha_lists.worksheet --students 1-30 --key --format html > class.html
     python -m mha_lists.worksheet --student 7 --format json        # for your own tools
+    python -m mha_lists.worksheet --paper --key                    # the example of notebook 00a
 
 Student N's problem is drawn from a generator of its own, ``derive_rng(N, "worksheet")``,
 so the same N prints the same bytes on every machine and every CPython, and different
@@ -18,6 +19,7 @@ module's own: ``attention_trace`` computes them.
 =========================  ==========================================================
 worksheet(student)         the Worksheet: tokens, X, weights, scale, trace, raw scores,
                            the e^x table
+paper_worksheet()          the same for the hand-chosen example of notebook 00a
 as_json(ws)                the problem and every answer, as one JSON object
 to_markdown(ws, key=...)   the sheet as Markdown (answers only with key=True)
 to_html(sheets, key=...)   a print-ready page: one student per page, each key on its own
@@ -30,14 +32,15 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
 from . import AttentionTrace, MHAWeights, Matrix, attention_trace, derive_rng, format_matrix, format_number
-from .paper import ExpRow, exp_table, integer_matrix, raw_scores, score_differences
+from .paper import PAPER_STORY, ExpRow, exp_table, integer_matrix, paper_example, raw_scores, score_differences
 
-__all__ = ["Worksheet", "worksheet", "as_json", "to_markdown", "to_html", "main", "SENTENCES", "SHAPES"]
+__all__ = ["Worksheet", "worksheet", "paper_worksheet", "as_json", "to_markdown", "to_html", "main", "SENTENCES", "SHAPES"]
 
 SENTENCES = [
     "I like tea", "we read books", "cats chase mice", "you see stars", "birds sing songs",
@@ -58,8 +61,9 @@ _WO_VALUES = [-1, 1]
 class Worksheet(NamedTuple):
     """One student's problem and everything the key shows."""
 
-    student: int
+    student: Optional[int]  # None for the hand-chosen example of notebook 00a
     tokens: list[str]
+    features: list[str]  # labels of X's columns (and of the weights' rows)
     x: list[list[int]]  # (T, d_model)
     weights: MHAWeights  # integer W_Q, W_K, W_V per head and W_O
     d_k: int
@@ -136,13 +140,30 @@ def worksheet(student: int) -> Worksheet:
     rng = derive_rng(student, "worksheet")
     while True:
         tokens, x, weights = _draw(rng)
-        d_k = len(weights.W_Q[0][0])
-        scale = 1 / d_k ** 0.5
-        trace = attention_trace(x, weights)
-        scores = [integer_matrix(raw_scores(Q, K)) for Q, K in zip(trace.Q, trace.K)]
-        if _pencil_friendly(trace, scores, scale):
-            table = exp_table(score_differences(scores), scale)
-            return Worksheet(student, tokens, x, weights, d_k, scale, scores, table, trace)
+        ws = _complete(student, tokens, _labels("d", len(x[0])), x, weights)
+        if _pencil_friendly(ws.trace, ws.raw_scores, ws.scale):
+            return ws
+
+
+def paper_worksheet() -> Worksheet:
+    """The hand-chosen example of notebook 00a (``mha_lists.paper``) as a worksheet.
+
+    >>> ws = paper_worksheet()
+    >>> ws.student, ws.tokens, [row.d for row in ws.table]
+    (None, ['I', 'like', 'transformers'], [0, -4, -8])
+    """
+    ex = paper_example()
+    return _complete(None, ex.tokens, ex.features, ex.x, ex.weights)
+
+
+def _complete(student, tokens, features, x, weights) -> Worksheet:
+    """A worksheet with its answers: the trace, the integer raw scores and the e^x table."""
+    d_k = len(weights.W_Q[0][0])
+    scale = 1 / math.sqrt(d_k)
+    trace = attention_trace(x, weights)
+    scores = [integer_matrix(raw_scores(Q, K)) for Q, K in zip(trace.Q, trace.K)]
+    table = exp_table(score_differences(scores), scale)
+    return Worksheet(student, list(tokens), list(features), x, weights, d_k, scale, scores, table, trace)
 
 
 # === JSON ===
@@ -188,6 +209,10 @@ def _block(M: Matrix, title: str, rows: Sequence[str], cols: Sequence[str], digi
     return "```\n" + format_matrix(M, row_labels=rows, col_labels=cols, digits=digits, title=title) + "\n```"
 
 
+def _name(ws: Worksheet) -> str:
+    return "the example of notebook 00a" if ws.student is None else f"student {ws.student}"
+
+
 def _facts(ws: Worksheet) -> str:
     T, d_model, h = len(ws.x), len(ws.x[0]), len(ws.weights.W_Q)
     return (f"{T} tokens, d_model = {d_model}, {h} heads, d_k = d_v = {d_model} / {h} = {ws.d_k}, "
@@ -212,16 +237,20 @@ STEPS = [
 
 def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
     """Student N's sheet as Markdown; with ``key=True`` every intermediate answer follows."""
-    toks = ws.tokens
-    d_model, h = len(ws.x[0]), len(ws.weights.W_Q)
-    dims = _labels("d", d_model)
-    out = [f"# Multi-head attention on paper: student {ws.student}", "",
-           f"Sentence: **{' '.join(toks)}**. {_facts(ws)}.", "",
-           "## Given", "", _block(ws.x, "X", toks, dims), ""]
+    toks, dims = ws.tokens, ws.features
+    h = len(ws.weights.W_Q)
+    out = [f"# Multi-head attention on paper: {_name(ws)}", "",
+           f"Sentence: **{' '.join(toks)}**. {_facts(ws)}.", ""]
+    if ws.student is None:
+        out += [PAPER_STORY, "",
+                "To print it: `python -m mha_lists.worksheet --paper --format html > paper.html` "
+                "(add `--key` for the answers, on a page of their own). The answers are also at the "
+                "end of this page: cover them until you have your own.", ""]
+    out += ["## Given", "", _block(ws.x, "X", toks, dims), ""]
     for head in range(h):
         for name, W, p in (("W_Q", ws.weights.W_Q, "q"), ("W_K", ws.weights.W_K, "k"), ("W_V", ws.weights.W_V, "v")):
             out += [_block(W[head], f"{name}, head {head}", dims, _labels(p, ws.d_k)), ""]
-    out += [_block(ws.weights.W_O, "W_O", _labels("c", h * ws.d_k), dims), "",
+    out += [_block(ws.weights.W_O, "W_O", _labels("c", h * ws.d_k), _labels("d", len(ws.x[0]))), "",
             "Table of e^x for every difference that occurs on this sheet:", "", *_table_lines(ws), "",
             "## Your steps", ""]
     out += [f"{n}. {step}" for n, step in enumerate(STEPS, 1)]
@@ -298,16 +327,18 @@ def _cell(value, digits: int) -> str:
 
 
 def _sheet_page(ws: Worksheet) -> str:
-    toks, d_k = ws.tokens, ws.d_k
-    d_model, h = len(ws.x[0]), len(ws.weights.W_Q)
-    dims = _labels("d", d_model)
+    toks, d_k, dims = ws.tokens, ws.d_k, ws.features
+    h = len(ws.weights.W_Q)
     out = ['<section class="page">',
-           f'<div class="name">Name: ____________________</div>',
-           f"<h1>Multi-head attention on paper: student {ws.student}</h1>",
-           f"<p>Sentence: <b>{html.escape(' '.join(toks))}</b>. {html.escape(_facts(ws))}.</p>",
+           '<div class="name">Name: ____________________</div>',
+           f"<h1>Multi-head attention on paper: {_name(ws)}</h1>",
+           f"<p>Sentence: <b>{html.escape(' '.join(toks))}</b>. {html.escape(_facts(ws))}.</p>"]
+    if ws.student is None:
+        out += [f"<p>{html.escape(paragraph)}</p>" for paragraph in PAPER_STORY.split("\n\n")]
+    out += [
            '<div class="row">',
            _html_table(ws.x, "X", toks, dims),
-           _html_table(ws.weights.W_O, "W_O", _labels("c", h * d_k), dims),
+           _html_table(ws.weights.W_O, "W_O", _labels("c", h * d_k), _labels("d", len(ws.x[0]))),
            _html_table([[r.d, f"{r.x:.3f}", f"{r.exp:.4f}"] for r in ws.table], "e^x table",
                        ["" for _ in ws.table], ["d = s - max", "x = d * scale", "e^x"]),
            "</div>"]
@@ -327,7 +358,7 @@ def _sheet_page(ws: Worksheet) -> str:
     out.append("<h2>Steps</h2><ol>" + "".join(f"<li>{html.escape(s)}</li>" for s in STEPS) + "</ol>")
     out.append('<div class="row">')
     out.append(_html_table(None, "concat", toks, _labels("c", h * d_k), blank=True))
-    out.append(_html_table(None, "output = concat W_O", toks, dims, blank=True))
+    out.append(_html_table(None, "output = concat W_O", toks, _labels("d", len(ws.x[0])), blank=True))
     out.append("</div>")
     out.append("</section>")
     return "\n".join(out)
@@ -335,7 +366,7 @@ def _sheet_page(ws: Worksheet) -> str:
 
 def _key_page(ws: Worksheet) -> str:
     out = ['<section class="page key">',
-           f"<h1>Answer key: student {ws.student}</h1>",
+           f"<h1>Answer key: {_name(ws)}</h1>",
            f"<p>Sentence: <b>{html.escape(' '.join(ws.tokens))}</b>. {html.escape(_facts(ws))}.</p>",
            f"<p>{html.escape(_key_note())}</p>",
            '<div class="row">']
@@ -359,7 +390,7 @@ def to_html(sheets: Sequence[Worksheet], *, key: bool = False) -> str:
     if key:
         pages += [_key_page(ws) for ws in sheets]
     first, last = sheets[0].student, sheets[-1].student
-    who = f"student {first}" if len(sheets) == 1 else f"students {first}-{last}"
+    who = _name(sheets[0]) if len(sheets) == 1 else f"students {first}-{last}"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>Multi-head attention on paper: {who}{' with keys' if key else ''}</title>\n"
             f"<style>{_CSS}</style>\n</head>\n<body>\n" + "\n".join(pages) + "\n</body>\n</html>\n")
@@ -403,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--student", type=_student, help="the student's number N: the problem is seeded from N")
     who.add_argument("--students", type=_students, metavar="A-B", help="every student from A to B, e.g. 1-30")
+    who.add_argument("--paper", action="store_true", help="the hand-chosen example of notebook 00a instead")
     parser.add_argument("--key", action="store_true", help="add every intermediate answer")
     parser.add_argument("--format", choices=["md", "html", "json"], default="md",
                         help="md (default), html (print-ready, one student per page) or json "
@@ -412,11 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def render(args: argparse.Namespace) -> str:
     """What ``main`` prints for parsed arguments."""
-    numbers = [args.student] if args.student is not None else args.students
-    sheets = [worksheet(n) for n in numbers]
+    if args.paper:
+        sheets = [paper_worksheet()]
+    else:
+        sheets = [worksheet(n) for n in ([args.student] if args.student is not None else args.students)]
     if args.format == "json":
         objects = [as_json(ws) for ws in sheets]
-        return json.dumps(objects[0] if args.student is not None else objects) + "\n"
+        return json.dumps(objects if args.students else objects[0]) + "\n"
     if args.format == "html":
         return to_html(sheets, key=args.key)
     return "\n---\n\n".join(to_markdown(ws, key=args.key) for ws in sheets)

@@ -216,7 +216,7 @@ def test_a_class_in_one_html_file():
 
 
 @pytest.mark.parametrize("args, message", [
-    ((), "one of the arguments --student --students is required"),
+    ((), "one of the arguments --student --students --paper is required"),
     (("--student", "0"), "0 is not a student number from 1 to"),
     (("--student", "x"), "'x' is not a whole number"),
     (("--students", "5-2"), "runs backwards"),
@@ -228,3 +228,20 @@ def test_bad_arguments_give_one_line_and_exit_code_2(args, message):
     result = run(*args)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr
+
+
+def test_the_printable_sheet_is_the_modules_own_output():
+    # After a deliberate change: python -m mha_lists.worksheet --paper --key > docs/attention-on-paper.md
+    result = run("--paper", "--key")
+    assert result.returncode == 0
+    assert result.stdout == (ROOT / "docs" / "attention-on-paper.md").read_text(encoding="utf-8")
+
+
+def test_paper_sheet_in_every_format():
+    obj = json.loads(run("--paper", "--format", "json").stdout)
+    assert obj["student"] is None and obj["tokens"] == ["I", "like", "transformers"]
+    expected = loop_attention(obj["X"], obj["W_Q"], obj["W_K"], obj["W_V"], obj["W_O"], obj["scale"])
+    assert_close(obj["answers"]["attention"], expected["attention"])
+    page = run("--paper", "--key", "--format", "html").stdout
+    assert page.count('<section class="page">') == 1 and "Answer key: the example of notebook 00a" in page
+    assert "pos a" in page and "circle the largest weight" in page
