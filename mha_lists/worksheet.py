@@ -290,23 +290,22 @@ def _key_items(ws: Worksheet) -> list[tuple[str, Matrix, list[str], list[str], i
 # === HTML ===
 
 _CSS = """
-body { font-family: Georgia, 'Times New Roman', serif; font-size: 10.5pt; margin: 0; color: #000; }
-.page { padding: 10mm 12mm; }
-h1 { font-size: 15pt; margin: 0 0 2mm 0; }
-h2 { font-size: 12pt; margin: 4mm 0 1mm 0; }
-p { margin: 1mm 0; }
-.row { display: flex; flex-wrap: wrap; gap: 3mm 6mm; align-items: flex-start; }
-table.m { border-collapse: collapse; font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 9.5pt; }
-table.m caption { caption-side: top; text-align: left; font-family: Georgia, serif; font-weight: bold; padding-bottom: 1px; }
-table.m th { font-weight: normal; color: #444; padding: 1px 4px; }
-table.m td { border: 1px solid #777; padding: 1px 5px; text-align: right; min-width: 7mm; height: 5mm; }
-table.blank td { min-width: 12mm; }
-ol { margin: 1mm 0; padding-left: 6mm; }
-.name { float: right; font-size: 10.5pt; }
-@page { size: A4; margin: 8mm; }
-@media print { .page { padding: 0; } }
+@page { size: A4; margin: 10mm; }
+body { font: 9pt/1.25 Georgia, 'Times New Roman', serif; margin: 0; color: #000; }
 .page + .page { break-before: page; page-break-before: always; }
-@media screen { .page { border-bottom: 2px dashed #999; } }
+@media screen { .page { max-width: 190mm; padding: 6mm; border-bottom: 2px dashed #999; } }
+h1 { font-size: 13pt; margin: 0 0 1mm 0; }
+h2 { font-size: 10pt; margin: 2mm 0 0.5mm 0; }
+p { margin: 0.5mm 0; }
+.name { float: right; }
+.row { display: flex; flex-wrap: wrap; gap: 2mm 3mm; align-items: flex-start; }
+.stack { display: flex; flex-direction: column; gap: 1.5mm; }
+table.m { border-collapse: collapse; font: 8pt 'DejaVu Sans Mono', Menlo, Consolas, monospace; }
+table.m caption { caption-side: top; text-align: left; font: bold 8pt Georgia, serif; padding-bottom: 0.5mm; white-space: nowrap; }
+table.m th { font-weight: normal; color: #444; padding: 0 1mm; text-align: right; }
+table.m td { border: 0.3mm solid #777; padding: 0 1mm; text-align: right; height: 3.6mm; min-width: 4mm; }
+table.blank td { min-width: 6mm; height: 5mm; }
+ol.steps { font-size: 8.5pt; margin: 1mm 0; padding-left: 5mm; columns: 2; column-gap: 6mm; }
 """
 
 
@@ -326,41 +325,45 @@ def _cell(value, digits: int) -> str:
     return value if isinstance(value, str) else format_number(value, digits)
 
 
+def _stack(*tables: str) -> str:
+    return '<div class="stack">\n' + "\n".join(tables) + "\n</div>"
+
+
 def _sheet_page(ws: Worksheet) -> str:
     toks, d_k, dims = ws.tokens, ws.d_k, ws.features
-    h = len(ws.weights.W_Q)
+    h, out_dims = len(ws.weights.W_Q), _labels("d", len(ws.x[0]))
     out = ['<section class="page">',
            '<div class="name">Name: ____________________</div>',
            f"<h1>Multi-head attention on paper: {_name(ws)}</h1>",
            f"<p>Sentence: <b>{html.escape(' '.join(toks))}</b>. {html.escape(_facts(ws))}.</p>"]
     if ws.student is None:
         out += [f"<p>{html.escape(paragraph)}</p>" for paragraph in PAPER_STORY.split("\n\n")]
-    out += [
-           '<div class="row">',
-           _html_table(ws.x, "X", toks, dims),
-           _html_table(ws.weights.W_O, "W_O", _labels("c", h * d_k), _labels("d", len(ws.x[0]))),
-           _html_table([[r.d, f"{r.x:.3f}", f"{r.exp:.4f}"] for r in ws.table], "e^x table",
-                       ["" for _ in ws.table], ["d = s - max", "x = d * scale", "e^x"]),
-           "</div>"]
+    out += ['<ol class="steps">' + "".join(f"<li>{html.escape(s)}</li>" for s in STEPS) + "</ol>",
+            '<div class="row">',
+            _html_table(ws.x, "X", toks, dims),
+            _html_table(ws.weights.W_O, "W_O", _labels("c", h * d_k), out_dims),
+            _html_table([[r.d, f"{r.x:.3f}", f"{r.exp:.4f}"] for r in ws.table], "table of e^x",
+                        ["" for _ in ws.table], ["d = s - max", "x = d * scale", "e^x"]),
+            "</div>"]
     for head in range(h):
         out.append(f"<h2>Head {head}</h2>")
         out.append('<div class="row">')
-        for name, W, p in (("W_Q", ws.weights.W_Q, "q"), ("W_K", ws.weights.W_K, "k"), ("W_V", ws.weights.W_V, "v")):
-            out.append(_html_table(W[head], f"{name}, head {head}", dims, _labels(p, d_k)))
+        head_output = _html_table(None, "output = weights V", toks, _labels("v", d_k), blank=True)
+        for name, W, p in (("Q", ws.weights.W_Q, "q"), ("K", ws.weights.W_K, "k"), ("V", ws.weights.W_V, "v")):
+            tables = [_html_table(W[head], f"W_{name}, head {head}", dims, _labels(p, d_k)),
+                      _html_table(None, f"{name} = X W_{name}", toks, _labels(p, d_k), blank=True)]
+            if name == "V" and d_k > 2:  # five columns of three-wide tables do not fit across A4
+                tables.append(head_output)
+            out.append(_stack(*tables))
+        out.append(_stack(_html_table(None, "raw scores Q K^T", toks, toks, blank=True),
+                          _html_table(None, "attention weights", toks, toks, blank=True)))
+        if d_k <= 2:
+            out.append(_stack(head_output))
         out.append("</div>")
-        out.append('<div class="row">')
-        for name, p in (("Q", "q"), ("K", "k"), ("V", "v")):
-            out.append(_html_table(None, name, toks, _labels(p, d_k), blank=True))
-        out.append(_html_table(None, "raw scores Q K^T", toks, toks, blank=True))
-        out.append(_html_table(None, "attention weights", toks, toks, blank=True))
-        out.append(_html_table(None, "output", toks, _labels("v", d_k), blank=True))
-        out.append("</div>")
-    out.append("<h2>Steps</h2><ol>" + "".join(f"<li>{html.escape(s)}</li>" for s in STEPS) + "</ol>")
-    out.append('<div class="row">')
-    out.append(_html_table(None, "concat", toks, _labels("c", h * d_k), blank=True))
-    out.append(_html_table(None, "output = concat W_O", toks, _labels("d", len(ws.x[0])), blank=True))
-    out.append("</div>")
-    out.append("</section>")
+    out += ["<h2>All heads</h2>", '<div class="row">',
+            _html_table(None, "concat", toks, _labels("c", h * d_k), blank=True),
+            _html_table(None, "output = concat W_O", toks, out_dims, blank=True),
+            "</div>", "</section>"]
     return "\n".join(out)
 
 
@@ -368,17 +371,17 @@ def _key_page(ws: Worksheet) -> str:
     out = ['<section class="page key">',
            f"<h1>Answer key: {_name(ws)}</h1>",
            f"<p>Sentence: <b>{html.escape(' '.join(ws.tokens))}</b>. {html.escape(_facts(ws))}.</p>",
-           f"<p>{html.escape(_key_note())}</p>",
-           '<div class="row">']
-    h = len(ws.trace.Q)
+           f"<p>{html.escape(_key_note())}</p>"]
     items = _key_items(ws)
+    h = len(ws.trace.Q)
     per_head = (len(items) - 2) // h
-    for n, (title, M, rows, cols, digits) in enumerate(items):
-        if n < h * per_head and n % per_head == 0:
-            out.append(f'</div><h2>Head {n // per_head}</h2><div class="row">')
-        elif n == h * per_head:
-            out.append('</div><h2>Concatenation and output</h2><div class="row">')
-        out.append(_html_table(M, title, rows, cols, digits))
+    for head in range(h):
+        out += [f"<h2>Head {head}</h2>", '<div class="row">']
+        out += [_html_table(M, title, rows, cols, digits)
+                for title, M, rows, cols, digits in items[head * per_head:(head + 1) * per_head]]
+        out.append("</div>")
+    out += ["<h2>All heads</h2>", '<div class="row">']
+    out += [_html_table(M, title, rows, cols, digits) for title, M, rows, cols, digits in items[h * per_head:]]
     out += ["</div>", "</section>"]
     return "\n".join(out)
 
