@@ -245,3 +245,14 @@ def test_paper_sheet_in_every_format():
     page = run("--paper", "--key", "--format", "html").stdout
     assert page.count('<section class="page">') == 1 and "Answer key: the example of notebook 00a" in page
     assert "pos a" in page and "circle the largest weight" in page
+
+
+@pytest.mark.parametrize("args, golden", [
+    (("--student", "7", "--key"), "worksheet_student_7_key.md"),
+    (("--student", "7", "--format", "json"), "worksheet_student_7.json"),
+])
+def test_worksheet_matches_the_stored_output_byte_for_byte(args, golden):
+    # The same bytes on CPython 3.10-3.13 (.ci/run also diffs the versions against each other).
+    # After a deliberate change: python -m mha_lists.worksheet [args] > tests/golden/<file>
+    result = run(*args)
+    assert result.returncode == 0 and result.stdout == (ROOT / "tests" / "golden" / golden).read_text(encoding="utf-8")
