@@ -175,15 +175,16 @@ def as_json(ws: Worksheet) -> dict:
     >>> sorted(as_json(worksheet(1))["answers"])
     ['K', 'Q', 'V', 'attention', 'concat', 'head_outputs', 'output', 'scores']
     """
+    _check_worksheet("as_json", ws)
     t = ws.trace
     return {
         "student": ws.student,
         "tokens": list(ws.tokens),
-        "X": ws.x,
-        "W_Q": ws.weights.W_Q,
-        "W_K": ws.weights.W_K,
-        "W_V": ws.weights.W_V,
-        "W_O": ws.weights.W_O,
+        "X": [list(row) for row in ws.x],
+        "W_Q": [[list(row) for row in W] for W in ws.weights.W_Q],
+        "W_K": [[list(row) for row in W] for W in ws.weights.W_K],
+        "W_V": [[list(row) for row in W] for W in ws.weights.W_V],
+        "W_O": [list(row) for row in ws.weights.W_O],
         "scale": ws.scale,
         "answers": {
             "Q": [integer_matrix(M) for M in t.Q],
@@ -196,6 +197,12 @@ def as_json(ws: Worksheet) -> dict:
             "output": t.output,
         },
     }
+
+
+def _check_worksheet(func: str, ws: object) -> None:
+    if not isinstance(ws, Worksheet):
+        raise TypeError(f"{func}: ws must be a Worksheet (from worksheet(N) or paper_worksheet()), "
+                        f"got {type(ws).__name__}")
 
 
 # === Markdown ===
@@ -236,7 +243,14 @@ STEPS = [
 
 
 def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
-    """Student N's sheet as Markdown; with ``key=True`` every intermediate answer follows."""
+    """Student N's sheet as Markdown; with ``key=True`` every intermediate answer follows.
+
+    >>> to_markdown(worksheet(1)).splitlines()[0]
+    '# Multi-head attention on paper: student 1'
+    >>> "## Answer key" in to_markdown(worksheet(1)), "## Answer key" in to_markdown(worksheet(1), key=True)
+    (False, True)
+    """
+    _check_worksheet("to_markdown", ws)
     toks, dims = ws.tokens, ws.features
     h = len(ws.weights.W_Q)
     out = [f"# Multi-head attention on paper: {_name(ws)}", "",
@@ -388,7 +402,16 @@ def _key_page(ws: Worksheet) -> str:
 
 def to_html(sheets: Sequence[Worksheet], *, key: bool = False) -> str:
     """A print-ready page: each student's sheet on its own page; with ``key=True`` the keys
-    follow, each on its own page, after all the sheets (print the first pages for the class)."""
+    follow, each on its own page, after all the sheets (print the first pages for the class).
+
+    >>> page = to_html([worksheet(1), worksheet(2)], key=True)
+    >>> page.count('<section class="page">'), page.count('<section class="page key">')
+    (2, 2)
+    """
+    if not isinstance(sheets, (list, tuple)) or not sheets:
+        raise ValueError("to_html: sheets must be a non-empty list of Worksheets")
+    for ws in sheets:
+        _check_worksheet("to_html", ws)
     pages = [_sheet_page(ws) for ws in sheets]
     if key:
         pages += [_key_page(ws) for ws in sheets]

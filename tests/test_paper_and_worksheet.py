@@ -256,3 +256,20 @@ def test_worksheet_matches_the_stored_output_byte_for_byte(args, golden):
     # After a deliberate change: python -m mha_lists.worksheet [args] > tests/golden/<file>
     result = run(*args)
     assert result.returncode == 0 and result.stdout == (ROOT / "tests" / "golden" / golden).read_text(encoding="utf-8")
+
+
+def test_renderers_refuse_what_is_not_a_worksheet():
+    with pytest.raises(TypeError, match="to_markdown: ws must be a Worksheet"):
+        to_markdown({"student": 1})
+    with pytest.raises(TypeError, match="as_json: ws must be a Worksheet"):
+        as_json(None)
+    with pytest.raises(ValueError, match="to_html: sheets must be a non-empty list"):
+        to_html([])
+
+
+def test_as_json_hands_out_copies():
+    ws = worksheet(4)
+    obj = as_json(ws)
+    obj["X"][0][0] = 99
+    obj["W_Q"][0][0][0] = 99
+    assert ws == worksheet(4), "changing the JSON object changed the worksheet"
