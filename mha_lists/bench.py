@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import Callable
 
-from .attention import multi_head_attention
+from .multi_head import multi_head_attention
 from .matrix import Matrix, matmul
 from .weights import derive_rng, init_mha_weights
 

@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import Optional
 
-from .attention import attention_trace, causal_mask
+from .masks import causal_mask
+from .multi_head import attention_trace
 from .display import format_matrix
 from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
 
@@ -65,7 +66,7 @@ def _section(title: str) -> str:
 
 
 def render(args: argparse.Namespace) -> str:
-    """The whole trace as one string (what main prints)."""
+    """The whole trace as one string (what main prints); bad settings raise the library's own error."""
     ex = running_example(sentence=args.sentence, d_model=args.d_model, num_heads=args.heads, seed=args.seed)
     T, d_model, h = len(ex.tokens), args.d_model, args.heads
     d_k = d_model // h
@@ -122,14 +123,9 @@ def render(args: argparse.Namespace) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.d_model % args.heads:
-        parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}; "
-                     "each head gets d_model / num_heads columns")
-    tokens = args.sentence.split()
-    if not tokens:
-        parser.error("--sentence is empty; give at least one token")
-    unknown = [t for t in tokens if t not in VOCAB]
-    if unknown:
-        parser.error(f"--sentence has {unknown[0]!r}, which is not in the vocabulary: {' '.join(VOCAB)}")
-    sys.stdout.write(render(args))
+    try:
+        text = render(args)
+    except (ValueError, TypeError) as error:  # the library's own message: it names the rule
+        parser.error(str(error))
+    sys.stdout.write(text)
     return 0

@@ -12,7 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from .matrix import ShapeError, check_vector
+from .checks import ShapeError, check_int, check_number, check_rows, check_vector, is_number, reported_as
+
+__all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart", "show",
+           "Heatmap", "BarChart"]
 
 
 def format_number(x: float, digits: int = 4) -> str:
@@ -23,8 +26,11 @@ def format_number(x: float, digits: int = 4) -> str:
     >>> format_number(1 / 3), format_number(float("-inf")), format_number(True)
     ('0.3333', '-inf', '1')
     """
+    _check_digits("format_number", digits)
     if isinstance(x, bool):
         return "1" if x else "0"
+    if not is_number(x):
+        raise TypeError(f"format_number: x must be a number, got {x!r} ({type(x).__name__})")
     if isinstance(x, int):
         return str(x)
     if math.isinf(x):
@@ -35,12 +41,23 @@ def format_number(x: float, digits: int = 4) -> str:
     return text
 
 
-def _table_cells(M, row_labels, col_labels, func):
-    if not isinstance(M, (list, tuple)) or not M or not all(isinstance(r, (list, tuple)) for r in M):
-        raise ShapeError(f"{func}: M must be a non-empty list of rows")
-    n, m = len(M), len(M[0])
-    if any(len(row) != m for row in M):
-        raise ShapeError(f"{func}: M is ragged; every row must have {m} entries")
+def _check_digits(func: str, digits: object) -> int:
+    if not 0 <= check_int(func, "digits", digits) <= 17:
+        raise ValueError(f"{func}: digits is {digits}; give 0 to 17 digits after the point")
+    return digits
+
+
+def _table_cells(M, row_labels, col_labels, func, digits):
+    """Check a matrix to show (numbers, or True/False for a mask) and its labels; return them."""
+    n, m = check_rows(func, "M", M)
+    for i, row in enumerate(M):
+        for j, x in enumerate(row):
+            if not (is_number(x) or isinstance(x, bool)):
+                raise TypeError(f"{func}: M[{i}][{j}] is {x!r}; entries must be numbers (or True/False)")
+    _check_digits(func, digits)
+    for name, labels in (("row_labels", row_labels), ("col_labels", col_labels)):
+        if labels is not None and not isinstance(labels, (list, tuple)):
+            raise TypeError(f"{func}: {name} must be a list of labels, got {type(labels).__name__}")
     rows = [str(i) for i in range(n)] if row_labels is None else [str(r) for r in row_labels]
     cols = [f"d{j}" for j in range(m)] if col_labels is None else [str(c) for c in col_labels]
     if len(rows) != n:
@@ -68,7 +85,7 @@ def format_matrix(
     a  1.00  0.50
     b  0.25  0.00
     """
-    n, m, rows, cols = _table_cells(M, row_labels, col_labels, "format_matrix")
+    n, m, rows, cols = _table_cells(M, row_labels, col_labels, "format_matrix", digits)
     text = [[format_number(x, digits) for x in row] for row in M]
     label_width = max(len(r) for r in rows)
     widths = [max(len(cols[j]), *(len(text[i][j]) for i in range(n))) for j in range(m)]
@@ -81,7 +98,9 @@ def format_matrix(
 
 def print_matrix(M: Sequence[Sequence[float]], **options) -> None:
     """Print ``format_matrix(M, **options)``."""
-    print(format_matrix(M, **options))
+    with reported_as("print_matrix"):
+        text = format_matrix(M, **options)
+    print(text)
 
 
 def _cell_colour(t: float) -> tuple[str, str]:
@@ -97,25 +116,31 @@ class Heatmap:
     Jupyter calls ``_repr_html_``; a terminal shows the text table instead.
     """
 
-    def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None):
-        self.n, self.m, self.rows, self.cols = _table_cells(M, row_labels, col_labels, "heatmap")
+    def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None,
+                 func="heatmap", note=None):
+        self.n, self.m, self.rows, self.cols = _table_cells(M, row_labels, col_labels, func, digits)
+        for name, value in (("vmin", vmin), ("vmax", vmax)):
+            if value is not None:
+                check_number(func, name, value)
         self.M = [list(row) for row in M]
-        self.digits, self.title = digits, title
+        self.digits, self.title, self.note = digits, title, note
         finite = [x for row in self.M for x in row if not isinstance(x, bool) and math.isfinite(x)]
         self.vmin = (min(finite) if finite else 0.0) if vmin is None else vmin
         self.vmax = (max(finite) if finite else 1.0) if vmax is None else vmax
 
     def __repr__(self) -> str:
-        return format_matrix(self.M, row_labels=self.rows, col_labels=self.cols, digits=self.digits, title=self.title)
+        table = format_matrix(self.M, row_labels=self.rows, col_labels=self.cols, digits=self.digits, title=self.title)
+        return table if self.note is None else f"{self.note}\n{table}"
 
     def _repr_html_(self) -> str:
         span = (self.vmax - self.vmin) or 1.0
         cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;"
         head = "padding:4px 8px;font-family:monospace;"
         out = ['<table style="border-collapse:collapse;margin:4px 0;">']
-        if self.title is not None:
-            out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold;">'
-                       f"{html.escape(self.title)} ({self.n}x{self.m})</caption>")
+        if self.title is not None or self.note is not None:
+            title = "" if self.title is None else f"{html.escape(self.title)} ({self.n}x{self.m})"
+            note = "" if self.note is None else f'<div style="font-weight:normal;font-size:90%;">{html.escape(self.note)}</div>'
+            out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold;">{title}{note}</caption>')
         out.append("<tr><th></th>" + "".join(
             f'<th style="{head}">{html.escape(c)}</th>' for c in self.cols) + "</tr>")
         for label, row in zip(self.rows, self.M):
@@ -138,16 +163,30 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
     """Attention weights (queries x keys) as a heatmap on a fixed 0..1 colour scale.
 
     ``tokens`` label the query rows; ``key_tokens`` the key columns (default:
-    the same tokens, as in self-attention).
+    the same tokens, as in self-attention). The caption says which is which.
+
+    >>> attention_heatmap([[1.0, 0.0], [0.5, 0.5]], ["a", "b"], title="head 0")
+    rows = queries (who looks), columns = keys (what is looked at)
+    head 0 (2x2)
+          a     b
+    a  1.00  0.00
+    b  0.50  0.50
     """
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"attention_heatmap: tokens must be a list of labels, one per query, got {tokens!r}")
     keys = tokens if key_tokens is None else key_tokens
-    return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0)
+    return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
+                   func="attention_heatmap", note="rows = queries (who looks), columns = keys (what is looked at)")
 
 
 class BarChart:
     """Labelled horizontal bars in HTML; ``#`` bars as text outside Jupyter."""
 
     def __init__(self, labels, values, *, digits=3, title=None, width=40):
+        _check_digits("bar_chart", digits)
+        check_vector("bar_chart", "values", values, finite=True)
+        if not isinstance(labels, (list, tuple)):
+            raise TypeError(f"bar_chart: labels must be a list, got {type(labels).__name__}")
         if len(labels) != len(values) or not labels:
             raise ShapeError(f"bar_chart: {len(labels)} labels for {len(values)} values; give one label per value")
         check_vector("bar_chart", "values", list(values), finite=True)
@@ -195,7 +234,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3
     Q       1,280  ########################################
     scores    400  ############
     """
-    return BarChart(list(labels), list(values), digits=digits, title=title)
+    return BarChart(labels, values, digits=digits, title=title)
 
 
 def show(obj) -> None:

@@ -9,10 +9,14 @@ of its own, so no notebook depends on another having run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .matrix import Matrix, ShapeError
+from .checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, reported_as
+from .matrix import Matrix
 from .weights import MHAWeights, derive_rng, init_mha_weights
+
+__all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
+           "running_example", "tokenize", "encode", "embedding_table", "embed"]
 
 VOCAB = ["<PAD>", "<BOS>", "<EOS>", "I", "like", "transformers"]
 SENTENCE = "<BOS> I like transformers <EOS>"
@@ -40,6 +44,12 @@ def encode(tokens: Sequence[str], vocab: Sequence[str] = VOCAB) -> list[int]:
     >>> encode(["<BOS>", "I", "like", "transformers", "<EOS>"])
     [1, 3, 4, 5, 2]
     """
+    func = "encode"
+    for name, words in (("tokens", tokens), ("vocab", vocab)):
+        if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+            raise TypeError(f"{func}: {name} must be a list of str, got {words!r}")
+    if not vocab:
+        raise ValueError(f"{func}: the vocabulary is empty")
     ids = []
     for token in tokens:
         if token not in vocab:
@@ -54,7 +64,17 @@ def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: f
     """A (num_rows, d_model) table of N(0, std) draws from the generator ``derive_rng(seed, name)``.
 
     Rows are drawn in order, so a longer table starts with the same rows.
+
+    >>> embedding_table(2, 3, seed=42, name="demo") == embedding_table(5, 3, seed=42, name="demo")[:2]
+    True
     """
+    func = "embedding_table"
+    check_positive_int(func, "num_rows", num_rows)
+    check_positive_int(func, "d_model", d_model)
+    check_int(func, "seed", seed)
+    check_number(func, "std", std, positive=True)
+    if not isinstance(name, str):
+        raise TypeError(f"{func}: name must be a str, got {name!r}")
     rng = derive_rng(seed, name)
     return [[rng.gauss(0.0, std) for _ in range(d_model)] for _ in range(num_rows)]
 
@@ -65,26 +85,36 @@ def embed(ids: Sequence[int], token_table: Matrix, position_table: Matrix) -> Ma
     >>> embed([1, 0], [[1, 2], [10, 20]], [[0.5, 0.5], [0.25, 0.25]])
     [[10.5, 20.5], [1.25, 2.25]]
     """
+    func = "embed"
+    n_tokens, width = check_matrix(func, "token_table", token_table, finite=True)
+    n_positions, p_width = check_matrix(func, "position_table", position_table, finite=True)
+    if not isinstance(ids, (list, tuple)) or not ids:
+        raise TypeError(f"{func}: ids must be a non-empty list of ints, got {ids!r}")
     if len(ids) > len(position_table):
         raise ShapeError(
             f"embed: {len(ids)} tokens but the position table has {len(position_table)} rows; "
             "it needs one row per position"
         )
     for i, t in enumerate(ids):
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < len(token_table):
+        if not 0 <= check_int(func, f"ids[{i}]", t) < n_tokens:
             raise ValueError(
-                f"embed: ids[{i}] is {t!r}; token ids must be ints from 0 to {len(token_table) - 1}"
+                f"embed: ids[{i}] is {t!r}; token ids must be ints from 0 to {n_tokens - 1}"
             )
-    if len(token_table[0]) != len(position_table[0]):
+    if width != p_width:
         raise ShapeError(
-            f"embed: token rows have {len(token_table[0])} entries but position rows have "
-            f"{len(position_table[0])}; both must be d_model wide"
+            f"embed: token rows have {width} entries but position rows have "
+            f"{p_width}; both must be d_model wide"
         )
     return [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
 
 
 class Example(NamedTuple):
-    """Everything the running example is made of."""
+    """Everything the running example is made of, and the settings it was built from.
+
+    ``ex.seed``, ``ex.num_heads``, ``ex.d_k`` ... read the settings back, so a
+    notebook derives every later number from ``ex``; ``ex.rebuild(bias=True)``
+    is the same example with one setting changed.
+    """
 
     tokens: list[str]  # the sentence, one token per row of x
     ids: list[int]  # each token's index in VOCAB
@@ -92,6 +122,47 @@ class Example(NamedTuple):
     position_embeddings: Matrix  # (max_len, d_model)
     x: Matrix  # (seq_len, d_model) = token + position
     weights: MHAWeights  # the layer's W_Q, W_K, W_V, W_O
+    settings: dict[str, Any]  # every argument running_example was called with
+
+    @property
+    def seed(self) -> int:
+        return self.settings["seed"]
+
+    @property
+    def sentence(self) -> str:
+        return self.settings["sentence"]
+
+    @property
+    def embed_std(self) -> float:
+        return self.settings["embed_std"]
+
+    @property
+    def seq_len(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def d_model(self) -> int:
+        return len(self.x[0])
+
+    @property
+    def num_heads(self) -> int:
+        return len(self.weights.W_Q)
+
+    @property
+    def num_kv_heads(self) -> int:
+        return len(self.weights.W_K)
+
+    @property
+    def d_k(self) -> int:
+        return len(self.weights.W_Q[0][0])
+
+    @property
+    def d_v(self) -> int:
+        return len(self.weights.W_V[0][0])
+
+    def rebuild(self, **changes: Any) -> "Example":
+        """The same example with some settings changed: ``ex.rebuild(bias=True)``."""
+        return running_example(**{**self.settings, **changes})
 
 
 def running_example(
@@ -109,14 +180,19 @@ def running_example(
     larger scores and a more peaked softmax.
 
     >>> ex = running_example()
-    >>> ex.tokens, len(ex.x), len(ex.x[0])
-    (['<BOS>', 'I', 'like', 'transformers', '<EOS>'], 5, 16)
+    >>> ex.tokens, len(ex.x), len(ex.x[0]), ex.num_heads, ex.d_k, ex.seed
+    (['<BOS>', 'I', 'like', 'transformers', '<EOS>'], 5, 16, 2, 8, 42)
     """
-    weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
-    tokens = tokenize(sentence)
-    ids = encode(tokens)
-    token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)
-    position_table = embedding_table(
-        max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding", std=embed_std
-    )
-    return Example(tokens, ids, token_table, position_table, embed(ids, token_table, position_table), weights)
+    settings = dict(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed,
+                    embed_std=embed_std, **weight_options)
+    with reported_as("running_example"):
+        weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
+        check_number("running_example", "embed_std", embed_std, positive=True)
+        tokens = tokenize(sentence)
+        ids = encode(tokens)
+        token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)
+        position_table = embedding_table(
+            max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding", std=embed_std
+        )
+        x = embed(ids, token_table, position_table)
+    return Example(tokens, ids, token_table, position_table, x, weights, settings)

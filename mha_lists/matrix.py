@@ -7,99 +7,37 @@ returns new lists.
 
 Every sum goes through ``math.fsum``, which is correctly rounded. That is why
 the numbers are the same on CPython 3.10 to 3.13 (3.12 changed ``sum()`` of
-floats) and why a zero added to a sum never changes it (masked keys drop out
-exactly).
+floats). (A masked key's weight is exactly 0.0, and any float sum, ``sum`` or
+``fsum``, is unchanged by an exact zero; what ``fsum`` adds is the same
+correctly rounded result on every version.)
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import chain, repeat
 from operator import mul
 from typing import Union
+
+from .checks import (
+    ShapeError,
+    all_finite,
+    check_rows,
+    check_matrix,
+    check_number,
+    check_positive_int,
+    check_vector,
+    describe,
+    too_large,
+)
 
 Number = Union[int, float]
 Vector = list[float]
 Matrix = list[list[float]]
 
-
-class ShapeError(ValueError):
-    """A matrix, vector or mask has the wrong shape for the operation."""
-
-
-# === Checking arguments ===
-
-
-def describe(shape_: tuple[int, ...]) -> str:
-    """Write a shape the way the error messages do: ``(5, 16)`` -> ``'5x16'``."""
-    return "x".join(str(n) for n in shape_)
-
-
-_NUMBER_TYPES = {int, float}
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check_entries(func: str, name: str, values: Sequence, finite: bool) -> None:
-    """Check that every entry of one row is an int or a float (and finite, if asked)."""
-    # Fast path in C for the usual case; the loop below only runs to name the bad entry.
-    if set(map(type, values)) <= _NUMBER_TYPES and (not finite or all(map(math.isfinite, values))):
-        return
-    for j, value in enumerate(values):
-        if not _is_number(value):
-            raise TypeError(
-                f"{func}: {name}[{j}] is {value!r} ({type(value).__name__}); entries must be int or float"
-            )
-        if finite and not math.isfinite(value):
-            raise ValueError(f"{func}: {name}[{j}] is {value}; entries must be finite numbers")
-
-
-def check_vector(func: str, name: str, v: object, *, finite: bool = False) -> int:
-    """Check that ``v`` is a non-empty list of numbers; return its length."""
-    if not isinstance(v, (list, tuple)):
-        raise TypeError(f"{func}: {name} must be a list of numbers, got {type(v).__name__}")
-    if len(v) == 0:
-        raise ShapeError(f"{func}: {name} is empty; a vector needs at least one entry")
-    _check_entries(func, name, v, finite)
-    return len(v)
-
-
-def check_matrix(func: str, name: str, M: object, *, finite: bool = False) -> tuple[int, int]:
-    """Check that ``M`` is a non-empty rectangular list of rows of numbers.
-
-    Returns its shape. ``func`` and ``name`` go into the error message, so the
-    reader learns which argument of which public function was wrong.
-
-    >>> check_matrix("demo", "A", [[1, 2], [3, 4], [5, 6]])
-    (3, 2)
-    >>> check_matrix("demo", "A", [[1, 2], [3]])
-    Traceback (most recent call last):
-    ...
-    mha_lists.matrix.ShapeError: demo: A is ragged: row 0 has 2 entries but row 1 has 1; every row must have the same length
-    """
-    if not isinstance(M, (list, tuple)):
-        raise TypeError(f"{func}: {name} must be a list of rows, got {type(M).__name__}")
-    if len(M) == 0:
-        raise ShapeError(f"{func}: {name} is empty (0 rows); a matrix needs at least one row")
-    for i, row in enumerate(M):
-        if not isinstance(row, (list, tuple)):
-            raise TypeError(
-                f"{func}: {name}[{i}] must be a row (a list of numbers), got {type(row).__name__}; "
-                "a matrix is a list of rows, so write a vector v as [v] (one row)"
-            )
-    width = len(M[0])
-    if width == 0:
-        raise ShapeError(f"{func}: {name} has empty rows (0 columns); a matrix needs at least one column")
-    for i, row in enumerate(M):
-        if len(row) != width:
-            raise ShapeError(
-                f"{func}: {name} is ragged: row 0 has {width} entries but row {i} has "
-                f"{len(row)}; every row must have the same length"
-            )
-        _check_entries(func, f"{name}[{i}]", row, finite)
-    return len(M), width
+__all__ = ["Matrix", "Vector", "Number", "ShapeError", "shape", "dot", "matmul", "transpose", "add",
+           "add_row", "scale", "split_heads", "concat_heads", "split_rows"]
 
 
 # === Shapes ===
@@ -115,6 +53,23 @@ def shape(M: Matrix) -> tuple[int, int]:
 
 
 # === Arithmetic ===
+#
+# A sum of finite numbers can still leave float64's range (about 1.8e308):
+# ``fsum`` then raises OverflowError, or a product is already inf. Either way
+# the caller learns "the values are too large", under its own name. An entry
+# that is already nan or inf is named instead.
+
+
+def _entry_problem(func: str, named: Sequence[tuple[str, object]]) -> ValueError:
+    """The error for a result that is not finite: a non-finite input entry, else an overflow."""
+    for name, M in named:
+        is_matrix = isinstance(M[0], (list, tuple))
+        for i, row in enumerate(M if is_matrix else [M]):
+            for j, x in enumerate(row):
+                if not all_finite([[x]]):
+                    where = f"{name}[{i}][{j}]" if is_matrix else f"{name}[{j}]"
+                    return ValueError(f"{func}: {where} is {x}; entries must be finite numbers")
+    return too_large(func)
 
 
 def dot(u: Vector, v: Vector) -> float:
@@ -126,7 +81,13 @@ def dot(u: Vector, v: Vector) -> float:
     n, m = check_vector("dot", "u", u), check_vector("dot", "v", v)
     if n != m:
         raise ShapeError(f"dot: u has {n} entries and v has {m}; they must have the same length")
-    return math.fsum(map(mul, u, v))
+    try:
+        total = math.fsum(map(mul, u, v))
+    except (OverflowError, ValueError):
+        total = math.inf
+    if not all_finite([[total]]):
+        raise _entry_problem("dot", [("u", u), ("v", v)])
+    return total
 
 
 def matmul(A: Matrix, B: Matrix) -> Matrix:
@@ -135,28 +96,51 @@ def matmul(A: Matrix, B: Matrix) -> Matrix:
     Entry ``[i][j]`` is row i of A times column j of B: ``fsum(A[i][t] * B[t][j])``,
     the same products and the same correctly rounded sums as the textbook triple
     loop, about twice as fast (``python -m mha_lists.bench``) for two reasons:
-    B's columns are read once, and ``map`` multiplies in C.
+    B's columns are read once, and ``map`` multiplies in C. Entries must be
+    finite ints or floats (a masked -inf score is never multiplied: softmax
+    turns it into 0.0 first).
 
     >>> matmul([[1, 2]], [[3], [4]])
     [[11.0]]
     >>> matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]])
     [[19.0, 22.0], [43.0, 50.0]]
     """
-    n, m = check_matrix("matmul", "A", A)
-    m2, p = check_matrix("matmul", "B", B)
+    n, m = check_rows("matmul", "A", A)
+    m2, p = check_rows("matmul", "B", B)
     if m != m2:
         raise ShapeError(
             f"matmul: A is {n}x{m} and B is {m2}x{p}; A's columns ({m}) must equal B's rows ({m2})"
         )
-    return _matmul(A, B)
+    if not set(map(type, chain.from_iterable(A))) <= {int, float}:
+        check_matrix("matmul", "A", A)  # names the entry that is not a number
+    columns = _float_columns(B)
+    try:
+        C = [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
+    except (OverflowError, ValueError):  # a sum left float64's range, or had inf - inf in it
+        C = [[math.inf]]
+    # A nan or inf anywhere in A or B shows up in the (n, p) result, which is
+    # cheaper to check than A and B.
+    if not all_finite(C):
+        raise _entry_problem("matmul", [("A", A), ("B", B)])
+    return C
 
 
-def _matmul(A: Matrix, B: Matrix) -> Matrix:
-    """matmul without the checks, for callers that have checked the shapes."""
-    # Each column is copied into new float objects (x * 1.0 is exact): they sit
-    # next to each other in memory, so the inner loop reads memory in order.
-    columns = [[x * 1.0 for x in col] for col in zip(*B)]
-    return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
+def _float_columns(B: Matrix) -> Matrix:
+    """B's columns, copied into new float objects.
+
+    The copies sit next to each other in memory, so matmul's inner loop reads
+    memory in order. ``float.__mul__(x, 1.0)`` is exact, and refuses anything
+    that is not a float: an int is then converted with ``x * 1.0``, and
+    anything else is named by ``check_matrix``.
+    """
+    try:
+        return [list(map(float.__mul__, col, repeat(1.0))) for col in zip(*B)]
+    except TypeError:
+        check_matrix("matmul", "B", B)
+    try:
+        return [[x * 1.0 for x in col] for col in zip(*B)]
+    except OverflowError:  # an int too large for a float
+        raise too_large("matmul") from None
 
 
 def transpose(M: Matrix) -> Matrix:
@@ -167,6 +151,13 @@ def transpose(M: Matrix) -> Matrix:
     """
     check_matrix("transpose", "M", M)
     return [list(col) for col in zip(*M)]
+
+
+def _overflowed(func: str, inputs: Sequence[Matrix], result: Matrix) -> Matrix:
+    """``result``, unless it has an inf or nan that its inputs did not have (an overflow)."""
+    if not all_finite(result) and all(all_finite(M) for M in inputs):
+        raise too_large(func)
+    return result
 
 
 def add(A: Matrix, B: Matrix) -> Matrix:
@@ -180,7 +171,7 @@ def add(A: Matrix, B: Matrix) -> Matrix:
         raise ShapeError(
             f"add: A is {describe(sa)} and B is {describe(sb)}; both must have the same shape"
         )
-    return [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)]
+    return _overflowed("add", [A, B], [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)])
 
 
 def add_row(M: Matrix, b: Vector) -> Matrix:
@@ -190,22 +181,21 @@ def add_row(M: Matrix, b: Vector) -> Matrix:
     [[11, 22], [13, 24]]
     """
     n, p = check_matrix("add_row", "M", M)
-    q = check_vector("add_row", "b", b)
+    q = check_vector("add_row", "b", b, finite=True)
     if p != q:
         raise ShapeError(f"add_row: M is {n}x{p} and b has {q} entries; b needs one entry per column ({p})")
-    return [[x + y for x, y in zip(row, b)] for row in M]
+    return _overflowed("add_row", [M, [b]], [[x + y for x, y in zip(row, b)] for row in M])
 
 
 def scale(M: Matrix, c: Number) -> Matrix:
-    """Multiply every entry of M by the number c.
+    """Multiply every entry of M by the finite number c.
 
     >>> scale([[1, 2], [3, 4]], 0.5)
     [[0.5, 1.0], [1.5, 2.0]]
     """
     check_matrix("scale", "M", M)
-    if not _is_number(c):
-        raise TypeError(f"scale: c must be a number, got {c!r}")
-    return [[x * c for x in row] for row in M]
+    check_number("scale", "c", c)
+    return _overflowed("scale", [M], [[x * c for x in row] for row in M])
 
 
 # === Heads: column blocks and row blocks ===
@@ -220,8 +210,7 @@ def split_heads(M: Matrix, num_heads: int) -> list[Matrix]:
     [[[1, 2], [5, 6]], [[3, 4], [7, 8]]]
     """
     n, m = check_matrix("split_heads", "M", M)
-    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
-        raise ValueError(f"split_heads: num_heads must be a positive int, got {num_heads!r}")
+    check_positive_int("split_heads", "num_heads", num_heads)
     if m % num_heads:
         raise ShapeError(
             f"split_heads: M is {n}x{m}; its {m} columns cannot be cut into {num_heads} "
@@ -259,7 +248,11 @@ def split_rows(M: Matrix, sizes: Sequence[int]) -> list[Matrix]:
     [[[1]], [[2], [3]]]
     """
     n, m = check_matrix("split_rows", "M", M)
-    if sum(sizes) != n or any(s < 1 for s in sizes):
+    if not isinstance(sizes, (list, tuple)) or not sizes:
+        raise TypeError(f"split_rows: sizes must be a non-empty list of positive ints, got {sizes!r}")
+    for t, s in enumerate(sizes):
+        check_positive_int("split_rows", f"sizes[{t}]", s)
+    if sum(sizes) != n:
         raise ShapeError(
             f"split_rows: M has {n} rows but the sizes {list(sizes)} add up to {sum(sizes)}; "
             "they must be positive and add up to the number of rows"

@@ -12,7 +12,24 @@ import math
 from itertools import product
 from typing import NamedTuple
 
-from .matrix import ShapeError
+from .checks import ShapeError, check_int, check_positive_int, reported_as
+
+__all__ = ["Strided", "tensor", "view", "transpose_dims", "contiguous", "is_contiguous", "tolist", "element",
+           "storage_index", "row_major_strides", "strided_split_heads", "strided_merge_heads"]
+
+
+def _check_tensor(func: str, t: object) -> "Strided":
+    if not isinstance(t, Strided):
+        raise TypeError(f"{func}: t must be a Strided tensor (see tensor()), got {type(t).__name__}")
+    return t
+
+
+def _check_shape(func: str, shape: object) -> tuple[int, ...]:
+    if not isinstance(shape, (list, tuple)) or not shape:
+        raise TypeError(f"{func}: shape must be a non-empty tuple of positive ints, got {shape!r}")
+    for d, n in enumerate(shape):
+        check_positive_int(func, f"shape[{d}]", n)
+    return tuple(shape)
 
 
 class Strided(NamedTuple):
@@ -31,7 +48,7 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     (80, 16, 1)
     """
     strides, step = [], 1
-    for n in reversed(shape):
+    for n in reversed(_check_shape("row_major_strides", shape)):
         strides.append(step)
         step *= n
     return tuple(reversed(strides))
@@ -41,7 +58,7 @@ def _nested_shape(nested) -> tuple[int, ...]:
     dims = []
     while isinstance(nested, (list, tuple)):
         if not nested:
-            raise ValueError("tensor: empty lists have no shape to read")
+            raise ShapeError("tensor: empty lists have no shape to read")
         dims.append(len(nested))
         nested = nested[0]
     return tuple(dims)
@@ -59,11 +76,11 @@ def tensor(nested) -> Strided:
     def flatten(node, depth):
         if depth == len(shape):
             if isinstance(node, (list, tuple)):
-                raise ValueError("tensor: the nesting is deeper in some places than others")
+                raise ShapeError("tensor: the nesting is deeper in some places than others")
             data.append(node)
             return
         if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
-            raise ValueError(f"tensor: ragged at depth {depth}; every list there must have {shape[depth]} items")
+            raise ShapeError(f"tensor: ragged at depth {depth}; every list there must have {shape[depth]} items")
         for child in node:
             flatten(child, depth + 1)
 
@@ -77,17 +94,29 @@ def storage_index(t: Strided, index: tuple[int, ...]) -> int:
     >>> storage_index(tensor([[1, 2, 3], [4, 5, 6]]), (1, 2))
     5
     """
+    return _storage_index("storage_index", t, index)
+
+
+def _storage_index(func: str, t: Strided, index: tuple[int, ...]) -> int:
+    _check_tensor(func, t)
+    if not isinstance(index, (list, tuple)):
+        raise TypeError(f"{func}: index must be a tuple of ints, got {index!r}")
     if len(index) != len(t.shape):
-        raise IndexError(f"storage_index: index {index} has {len(index)} numbers; the tensor has {len(t.shape)} dimensions")
+        raise ShapeError(f"{func}: index {index} has {len(index)} numbers; the tensor has {len(t.shape)} dimensions")
     for d, (i, n) in enumerate(zip(index, t.shape)):
-        if not 0 <= i < n:
-            raise IndexError(f"storage_index: index {i} is out of range for dimension {d} of size {n}")
+        if not 0 <= check_int(func, f"index[{d}]", i) < n:
+            raise ValueError(f"{func}: index {i} is out of range for dimension {d} of size {n}")
     return t.offset + sum(i * s for i, s in zip(index, t.strides))
 
 
 def element(t: Strided, index: tuple[int, ...]):
-    """The element at ``index``."""
-    return t.data[storage_index(t, index)]
+    """The element at ``index``.
+
+    >>> element(tensor([[1, 2, 3], [4, 5, 6]]), (1, 0))
+    4
+    """
+    position = _storage_index("element", t, index)
+    return t.data[position]
 
 
 def is_contiguous(t: Strided) -> bool:
@@ -96,6 +125,7 @@ def is_contiguous(t: Strided) -> bool:
     >>> is_contiguous(transpose_dims(tensor([[1, 2], [3, 4]]), 0, 1))
     False
     """
+    _check_tensor("is_contiguous", t)
     return all(s == r for n, s, r in zip(t.shape, t.strides, row_major_strides(t.shape)) if n != 1)
 
 
@@ -111,7 +141,8 @@ def view(t: Strided, shape: tuple[int, ...]) -> Strided:
     >>> view(tensor([1, 2, 3, 4, 5, 6]), (2, 3)).strides
     (3, 1)
     """
-    shape = tuple(shape)
+    _check_tensor("view", t)
+    shape = _check_shape("view", shape)
     if math.prod(shape) != math.prod(t.shape):
         raise ShapeError(
             f"view: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
@@ -131,9 +162,10 @@ def transpose_dims(t: Strided, dim0: int, dim1: int) -> Strided:
     >>> transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)
     Strided(data=[1, 2, 3, 4, 5, 6], shape=(3, 2), strides=(1, 3), offset=0)
     """
-    for d in (dim0, dim1):
-        if not 0 <= d < len(t.shape):
-            raise IndexError(f"transpose_dims: dimension {d} does not exist in a {len(t.shape)}-dimensional tensor")
+    _check_tensor("transpose_dims", t)
+    for name, d in (("dim0", dim0), ("dim1", dim1)):
+        if not 0 <= check_int("transpose_dims", name, d) < len(t.shape):
+            raise ValueError(f"transpose_dims: dimension {d} does not exist in a {len(t.shape)}-dimensional tensor")
     shape, strides = list(t.shape), list(t.strides)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
     strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
@@ -146,9 +178,10 @@ def contiguous(t: Strided) -> Strided:
     >>> contiguous(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)).data
     [1, 4, 2, 5, 3, 6]
     """
+    _check_tensor("contiguous", t)
     if is_contiguous(t):
         return t
-    data = [t.data[storage_index(t, index)] for index in product(*(range(n) for n in t.shape))]
+    data = [t.data[_storage_index("contiguous", t, index)] for index in product(*(range(n) for n in t.shape))]
     return Strided(data, t.shape, row_major_strides(t.shape))
 
 
@@ -158,9 +191,11 @@ def tolist(t: Strided):
     >>> tolist(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1))
     [[1, 4], [2, 5], [3, 6]]
     """
+    _check_tensor("tolist", t)
+
     def build(prefix):
         if len(prefix) == len(t.shape):
-            return element(t, tuple(prefix))
+            return t.data[_storage_index("tolist", t, tuple(prefix))]
         return [build(prefix + [i]) for i in range(t.shape[len(prefix)])]
 
     return build([])
@@ -171,17 +206,21 @@ def strided_split_heads(t: Strided, num_heads: int) -> Strided:
 
     No element moves: the result shares ``t.data`` and is not contiguous.
     """
+    _check_tensor("strided_split_heads", t)
+    check_positive_int("strided_split_heads", "num_heads", num_heads)
     if len(t.shape) != 3:
-        raise ValueError(f"strided_split_heads: expected a [batch, seq_len, d_model] tensor, got shape {t.shape}")
+        raise ShapeError(f"strided_split_heads: expected a [batch, seq_len, d_model] tensor, got shape {t.shape}")
     B, T, d_model = t.shape
     if d_model % num_heads:
         raise ShapeError(f"strided_split_heads: d_model {d_model} is not divisible by num_heads {num_heads}")
-    return transpose_dims(view(t, (B, T, num_heads, d_model // num_heads)), 1, 2)
+    with reported_as("strided_split_heads"):
+        return transpose_dims(view(t, (B, T, num_heads, d_model // num_heads)), 1, 2)
 
 
 def strided_merge_heads(t: Strided) -> Strided:
     """[B, num_heads, T, d_k] -transpose(1, 2)-> [B, T, num_heads, d_k] -contiguous-> -view-> [B, T, d_model]."""
+    _check_tensor("strided_merge_heads", t)
     if len(t.shape) != 4:
-        raise ValueError(f"strided_merge_heads: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {t.shape}")
+        raise ShapeError(f"strided_merge_heads: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {t.shape}")
     B, h, T, d_k = t.shape
     return view(contiguous(transpose_dims(t, 1, 2)), (B, T, h * d_k))

@@ -19,7 +19,19 @@ import math
 import random
 from typing import NamedTuple, Optional
 
-from .matrix import Matrix, ShapeError, Vector, check_matrix, check_vector, describe
+from .checks import (
+    ShapeError,
+    check_int,
+    check_matrix,
+    check_number,
+    check_positive_int,
+    check_same_shapes,
+    check_vector,
+)
+from .matrix import Matrix, Vector
+
+__all__ = ["MHAWeights", "Dims", "INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng",
+           "parameter_count", "check_weights"]
 
 INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2")
 
@@ -56,8 +68,9 @@ def derive_rng(seed: int, name: str) -> random.Random:
     >>> derive_rng(42, "x").random() == derive_rng(42, "x").random()
     True
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"derive_rng: seed must be an int, got {seed!r}")
+    check_int("derive_rng", "seed", seed)
+    if not isinstance(name, str):
+        raise TypeError(f"derive_rng: name must be a str, got {name!r}")
     return random.Random(f"mha-lists/{seed}/{name}")
 
 
@@ -84,8 +97,14 @@ def init_matrix(
     - ``kaiming_normal``: N(0, std = sqrt(2 / fan_in))
     - ``normal`` and ``gpt2``: N(0, std)
     """
-    fan_in = rows if fan_in is None else fan_in
-    fan_out = cols if fan_out is None else fan_out
+    func = "init_matrix"
+    check_positive_int(func, "rows", rows)
+    check_positive_int(func, "cols", cols)
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"{func}: rng must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}")
+    fan_in = rows if fan_in is None else check_positive_int(func, "fan_in", fan_in)
+    fan_out = cols if fan_out is None else check_positive_int(func, "fan_out", fan_out)
+    check_number(func, "std", std, positive=True)
     if scheme == "xavier_uniform":
         a = math.sqrt(6 / (fan_in + fan_out))
         return [[rng.uniform(-a, a) for _ in range(cols)] for _ in range(rows)]
@@ -96,14 +115,8 @@ def init_matrix(
     elif scheme in ("normal", "gpt2"):
         sigma = std
     else:
-        raise ValueError(f"init_matrix: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
+        raise ValueError(f"{func}: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
     return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
-
-
-def _check_positive_int(func: str, name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{func}: {name} must be a positive int, got {value!r}")
-    return value
 
 
 def init_mha_weights(
@@ -133,17 +146,21 @@ def init_mha_weights(
     (2, 16, 8, 16, 16)
     """
     func = "init_mha_weights"
-    _check_positive_int(func, "d_model", d_model)
-    _check_positive_int(func, "num_heads", num_heads)
+    check_positive_int(func, "d_model", d_model)
+    check_positive_int(func, "num_heads", num_heads)
+    check_int(func, "seed", seed)
+    if not isinstance(bias, bool):
+        raise TypeError(f"{func}: bias must be True or False, got {bias!r}")
+    check_number(func, "std", std, positive=True)
     if d_k is None or d_v is None:
         if d_model % num_heads:
             raise ShapeError(
                 f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "
                 "d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)"
             )
-    d_k = d_model // num_heads if d_k is None else _check_positive_int(func, "d_k", d_k)
-    d_v = d_model // num_heads if d_v is None else _check_positive_int(func, "d_v", d_v)
-    g = num_heads if num_kv_heads is None else _check_positive_int(func, "num_kv_heads", num_kv_heads)
+    d_k = d_model // num_heads if d_k is None else check_positive_int(func, "d_k", d_k)
+    d_v = d_model // num_heads if d_v is None else check_positive_int(func, "d_v", d_v)
+    g = num_heads if num_kv_heads is None else check_positive_int(func, "num_kv_heads", num_kv_heads)
     if num_heads % g:
         raise ShapeError(
             f"{func}: num_kv_heads {g} does not divide num_heads {num_heads}; "
@@ -153,7 +170,7 @@ def init_mha_weights(
         raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
     if init == "gpt2":
         std = 0.02
-    _check_positive_int(func, "n_layer", n_layer)
+    check_positive_int(func, "n_layer", n_layer)
 
     def draw(name: str, rows: int, cols: int, fan_out: int, sigma: float = std) -> Matrix:
         return init_matrix(rows, cols, derive_rng(seed, name), init, fan_in=rows, fan_out=fan_out, std=sigma)
@@ -177,20 +194,6 @@ def init_mha_weights(
 # === Checking and counting ===
 
 
-def _check_heads(func: str, name: str, mats: object) -> tuple[int, int, int]:
-    """Check a list of same-shaped matrices; return (count, rows, cols)."""
-    if not isinstance(mats, (list, tuple)) or len(mats) == 0:
-        raise ShapeError(f"{func}: weights.{name} must be a non-empty list with one matrix per head")
-    shapes = [check_matrix(func, f"weights.{name}[{h}]", M) for h, M in enumerate(mats)]
-    for h, s in enumerate(shapes):
-        if s != shapes[0]:
-            raise ShapeError(
-                f"{func}: weights.{name}[0] is {describe(shapes[0])} but weights.{name}[{h}] is "
-                f"{describe(s)}; every head must have the same shape"
-            )
-    return len(mats), shapes[0][0], shapes[0][1]
-
-
 def _check_biases(func: str, name: str, biases: object, count: int, width: int) -> None:
     if biases is None:
         return
@@ -198,7 +201,7 @@ def _check_biases(func: str, name: str, biases: object, count: int, width: int) 
         n = len(biases) if isinstance(biases, (list, tuple)) else type(biases).__name__
         raise ShapeError(f"{func}: weights.{name} has {n} vectors; it needs one per head ({count})")
     for h, b in enumerate(biases):
-        if check_vector(func, f"weights.{name}[{h}]", b) != width:
+        if check_vector(func, f"weights.{name}[{h}]", b, finite=True) != width:
             raise ShapeError(
                 f"{func}: weights.{name}[{h}] has {len(b)} entries; it must have {width} "
                 f"(the width of that head)"
@@ -206,12 +209,12 @@ def _check_biases(func: str, name: str, biases: object, count: int, width: int) 
 
 
 def check_weights(func: str, weights: object) -> Dims:
-    """Check every shape in ``weights`` against the others; return the sizes they imply."""
+    """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes."""
     if not isinstance(weights, MHAWeights):
         raise TypeError(f"{func}: weights must be an MHAWeights, got {type(weights).__name__}")
-    h, d_model, d_k = _check_heads(func, "W_Q", weights.W_Q)
-    g, d_model_k, d_k_k = _check_heads(func, "W_K", weights.W_K)
-    g_v, d_model_v, d_v = _check_heads(func, "W_V", weights.W_V)
+    h, d_model, d_k = check_same_shapes(func, "weights.W_Q", weights.W_Q, finite=True)
+    g, d_model_k, d_k_k = check_same_shapes(func, "weights.W_K", weights.W_K, finite=True)
+    g_v, d_model_v, d_v = check_same_shapes(func, "weights.W_V", weights.W_V, finite=True)
     if (d_model_k, d_k_k) != (d_model, d_k):
         raise ShapeError(
             f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_k}x{d_k_k}; "
@@ -226,7 +229,7 @@ def check_weights(func: str, weights: object) -> Dims:
         raise ShapeError(
             f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
         )
-    rows, cols = check_matrix(func, "weights.W_O", weights.W_O)
+    rows, cols = check_matrix(func, "weights.W_O", weights.W_O, finite=True)
     if (rows, cols) != (h * d_v, d_model):
         raise ShapeError(
             f"{func}: W_O is {rows}x{cols}; it must be (num_heads * d_v) x d_model = "
@@ -235,7 +238,7 @@ def check_weights(func: str, weights: object) -> Dims:
     _check_biases(func, "b_Q", weights.b_Q, h, d_k)
     _check_biases(func, "b_K", weights.b_K, g, d_k)
     _check_biases(func, "b_V", weights.b_V, g, d_v)
-    if weights.b_O is not None and check_vector(func, "weights.b_O", weights.b_O) != d_model:
+    if weights.b_O is not None and check_vector(func, "weights.b_O", weights.b_O, finite=True) != d_model:
         raise ShapeError(f"{func}: weights.b_O has {len(weights.b_O)} entries; it must have d_model = {d_model}")
     return Dims(d_model, h, g, d_k, d_v)
 

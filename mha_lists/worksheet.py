@@ -37,7 +37,10 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
-from . import AttentionTrace, MHAWeights, Matrix, attention_trace, derive_rng, format_matrix, format_number
+from .display import format_matrix, format_number
+from .matrix import Matrix
+from .multi_head import AttentionTrace, attention_trace
+from .weights import MHAWeights, derive_rng
 from .paper import PAPER_STORY, ExpRow, exp_table, integer_matrix, paper_example, raw_scores, score_differences
 
 __all__ = ["Worksheet", "worksheet", "paper_worksheet", "as_json", "to_markdown", "to_html", "main", "SENTENCES", "SHAPES"]

@@ -5,25 +5,13 @@ import math
 
 import pytest
 
-from mha_lists import (
-    MHAWeights,
-    ShapeError,
-    attention_trace,
-    causal_mask,
-    combine_masks,
-    concat_heads,
-    entropy,
-    init_mha_weights,
-    kv_head_for,
-    length_mask,
-    matmul,
-    multi_head_attention,
-    padding_mask,
-    running_example,
-    softmax,
-    softmax_rows,
-    split_heads,
-)
+from mha_lists import (MHAWeights, ShapeError, attention_trace, causal_mask, combine_masks,
+                       concat_heads, init_mha_weights, matmul,
+                       multi_head_attention, padding_mask, running_example,
+                       softmax, softmax_rows, split_heads)
+from mha_lists.masks import length_mask
+from mha_lists.multi_head import kv_head_for
+from mha_lists.scores_to_weights import entropy
 from mha_lists.weights import derive_rng
 
 # === An independent forward pass: explicit loops, builtin arithmetic, no shared code ===
@@ -369,3 +357,68 @@ def test_nothing_is_mutated():
     attention_trace(ex.x, ex.weights, mask=mask)
     multi_head_attention(ex.x, ex.weights, context=ex.x, mask=mask)
     assert ex.x == x and ex.weights == w and mask == mask_before
+
+
+# === One head: attention(Q, K, V), the formula ===
+
+from mha_lists import attention  # noqa: E402
+from mha_lists.cost import MultiplyAddCounter, multiply_adds  # noqa: E402
+
+
+def test_one_head_attention_by_hand():
+    # q = [2, 0] against k0 = [1, 0] and k1 = [0, 1]: raw scores [2, 0]. With scale ln(3)/2 the
+    # scaled scores are [ln 3, 0], so the weights are [3/4, 1/4]: 3/4 * [4, 0] + 1/4 * [0, 8].
+    Q, K, V = [[2.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[4.0, 0.0], [0.0, 8.0]]
+    out = attention(Q, K, V, scale=math.log(3) / 2)
+    assert out == [[pytest.approx(3.0), pytest.approx(2.0)]]
+    # Masking key 0 leaves value 1 alone.
+    assert attention(Q, K, V, mask=[[False, True]]) == [[0.0, 8.0]]
+    # The default scale is 1/sqrt(d_k): identical to passing it.
+    assert attention(Q, K, V) == attention(Q, K, V, scale=1 / math.sqrt(2))
+
+
+def test_one_head_attention_takes_d_v_different_from_d_k_and_cross_lengths():
+    Q = [[1.0, 0.0, 0.0]]  # T = 1, d_k = 3
+    K = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]  # T_k = 2
+    V = [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]  # d_v = 4
+    out = attention(Q, K, V, scale=1.0)
+    w0 = math.e / (math.e + 1)
+    assert out == [pytest.approx([w0 * a + (1 - w0) * b for a, b in zip(V[0], V[1])])]
+
+
+def test_trace_multi_head_and_one_head_agree_bit_for_bit():
+    ex = running_example(num_heads=4, seed=3)
+    for mask in (None, causal_mask(len(ex.x))):
+        t = attention_trace(ex.x, ex.weights, mask=mask)
+        for h in range(4):
+            assert attention(t.Q[h], t.K[h], t.V[h], mask=mask) == t.head_outputs[h]
+        assert multi_head_attention(ex.x, ex.weights, mask=mask) == t.output
+
+
+@pytest.mark.parametrize("T, T_k, d_model, h, g, d_k, d_v", [
+    (5, 5, 16, 2, 2, 8, 8), (3, 7, 12, 6, 2, 5, 3), (1, 4, 8, 4, 1, 2, 6)])
+def test_multiply_adds_formula_matches_the_products_that_run(T, T_k, d_model, h, g, d_k, d_v):
+    w = init_mha_weights(d_model, h, seed=1, num_kv_heads=g, d_k=d_k, d_v=d_v)
+    x, context = random_x(T, d_model, 1), random_x(T_k, d_model, 2)
+    counter = MultiplyAddCounter()  # an independent count: the products, run one by one
+    Q = [counter.matmul("Q", x, W) for W in w.W_Q]
+    K = [counter.matmul("K", context, W) for W in w.W_K]
+    V = [counter.matmul("V", context, W) for W in w.W_V]
+    heads = []
+    for head in range(h):
+        kv = kv_head_for(head, h, g)
+        scores = counter.matmul("scores", Q[head], [list(c) for c in zip(*K[kv])])
+        heads.append(counter.matmul("weighted_sum", softmax_rows(scores), V[kv]))
+    counter.matmul("W_O", concat_heads(heads), w.W_O)
+    expected = multiply_adds(T, d_model, h, d_k=d_k, d_v=d_v, num_kv_heads=g, context_len=T_k)
+    assert counter.counts == expected
+    assert list(expected) == ["Q", "K", "V", "scores", "weighted_sum", "W_O"]
+    assert attention_trace(x, w, context=context).multiply_adds == expected
+
+
+def test_kv_head_for_groups_query_heads_in_order():
+    assert [kv_head_for(h, 6, 3) for h in range(6)] == [0, 0, 1, 1, 2, 2]
+    assert [kv_head_for(h, 4, 1) for h in range(4)] == [0, 0, 0, 0]
+    assert [kv_head_for(h, 4, 4) for h in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="kv_head_for: h is 6; a query head is numbered 0 to 5"):
+        kv_head_for(6, 6, 3)

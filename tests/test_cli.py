@@ -48,11 +48,11 @@ def test_sentence_option():
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--heads", "3"), "--d-model 16 is not divisible by --heads 3"),
-    (("--sentence", "I like cats"), "'cats', which is not in the vocabulary: <PAD> <BOS> <EOS> I like transformers"),
+    (("--heads", "3"), "running_example: d_model 16 is not divisible by num_heads 3"),
+    (("--sentence", "I like cats"), "running_example: 'cats' is not in the vocabulary; the vocabulary is <PAD> <BOS> <EOS> I like transformers"),
     (("--heads", "two"), "argument --heads: 'two' is not a whole number"),
     (("--d-model", "0"), "argument --d-model: 0 must be at least 1"),
-    (("--sentence", "  "), "--sentence is empty"),
+    (("--sentence", "  "), "running_example: the sentence is empty"),
     (("--digits", "40"), "use at most 12"),
     (("--bogus",), "unrecognized arguments: --bogus"),
 ])

@@ -5,19 +5,9 @@ import math
 
 import pytest
 
-from mha_lists import (
-    ShapeError,
-    add,
-    add_row,
-    concat_heads,
-    dot,
-    matmul,
-    scale,
-    shape,
-    split_heads,
-    split_rows,
-    transpose,
-)
+from mha_lists import (ShapeError, add, add_row, concat_heads, dot, matmul, scale, shape,
+                       split_heads, transpose)
+from mha_lists.matrix import split_rows
 from mha_lists.bench import textbook_matmul
 from mha_lists.weights import derive_rng
 

@@ -273,3 +273,27 @@ def test_as_json_hands_out_copies():
     obj["X"][0][0] = 99
     obj["W_Q"][0][0][0] = 99
     assert ws == worksheet(4), "changing the JSON object changed the worksheet"
+
+
+# === Notebook 00a survives its own "Try this" edits ===
+
+TRY_THIS = [
+    "weights.W_K[1][:] = [[0, 0], [1, 1], [0, 0], [1, 1]]",  # head 1 finds the verb
+    "weights.W_K[0][:] = [[2 * w for w in row] for row in weights.W_K[0]]",  # sharper head 0
+]
+
+
+@pytest.mark.parametrize("edit", TRY_THIS)
+def test_notebook_00a_runs_and_checks_after_a_try_this_edit(edit):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    path = ROOT / "notebooks" / "00a_attention_on_paper.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "ex = paper_example()" in c.source)
+    line = "tokens, features, x, weights = ex.tokens, ex.features, ex.x, ex.weights"
+    assert line in cell.source
+    cell.source = cell.source.replace(line, line + "\n" + edit)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert printed.count("True") >= 5 and "False" not in printed

@@ -2,34 +2,13 @@
 
 import pytest
 
-from mha_lists import (
-    EMBED_STD,
-    SENTENCE,
-    VOCAB,
-    ShapeError,
-    attention_heatmap,
-    bar_chart,
-    contiguous,
-    element,
-    embed,
-    embedding_table,
-    encode,
-    format_matrix,
-    format_number,
-    heatmap,
-    is_contiguous,
-    row_major_strides,
-    running_example,
-    split_heads,
-    storage_index,
-    strided_merge_heads,
-    strided_split_heads,
-    tensor,
-    tokenize,
-    tolist,
-    transpose_dims,
-    view,
-)
+from mha_lists import ShapeError, attention_heatmap, format_matrix, running_example, split_heads
+from mha_lists.display import bar_chart, format_number, heatmap
+from mha_lists.example import EMBED_STD, SENTENCE, VOCAB, embed, embedding_table, encode, tokenize
+from mha_lists.strided import (contiguous, element, is_contiguous, row_major_strides, storage_index,
+                               strided_merge_heads,
+                               strided_split_heads, tensor, tolist,
+                               transpose_dims, view)
 
 # === Strided tensors ===
 
@@ -94,7 +73,9 @@ def test_heatmap_html_and_text():
     html = hm._repr_html_()
     assert html.startswith("<table") and "0.75" in html and "like" in html
     assert "rgb(33,102,255)" in html  # the weight 1.0 gets the darkest colour
-    assert repr(hm).startswith("weights (2x2)")
+    assert repr(hm).startswith("rows = queries (who looks), columns = keys (what is looked at)\nweights (2x2)")
+    assert "rows = queries" in html and "weights (2x2)" in html
+    assert repr(heatmap(w, title="plain")).startswith("plain (2x2)")  # a plain heatmap has no note
     assert "&lt;BOS&gt;" in heatmap([[0.5]], row_labels=["<BOS>"], col_labels=["<BOS>"])._repr_html_()
 
 

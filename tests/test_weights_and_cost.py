@@ -6,21 +6,12 @@ import statistics
 
 import pytest
 
-from mha_lists import (
-    INIT_SCHEMES,
-    KVCache,
-    MultiplyAddCounter,
-    ShapeError,
-    attention_trace,
-    causal_mask,
-    concat_heads,
-    decode_step,
-    init_matrix,
-    init_mha_weights,
-    multi_head_attention,
-    parameter_count,
-    running_example,
-)
+from mha_lists import (ShapeError, attention_trace, causal_mask, concat_heads, decode_step,
+                       init_mha_weights, multi_head_attention,
+                       parameter_count, running_example)
+from mha_lists.cost import MultiplyAddCounter
+from mha_lists.decoding import KVCache
+from mha_lists.weights import INIT_SCHEMES, init_matrix
 from mha_lists.weights import derive_rng
 
 # === Parameter counts against the published figures ===
@@ -107,7 +98,7 @@ def test_init_errors():
         init_mha_weights(16, 2, seed=0, init="he")
     with pytest.raises(ValueError, match=r"init_mha_weights: num_heads must be a positive int, got 0"):
         init_mha_weights(16, 0, seed=0)
-    with pytest.raises(TypeError, match=r"derive_rng: seed must be an int"):
+    with pytest.raises(TypeError, match=r"init_mha_weights: seed must be an int"):
         init_mha_weights(16, 2, seed="42")
     assert set(INIT_SCHEMES) == {"xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2"}
 

@@ -17,16 +17,10 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from mha_lists import (
-    causal_mask,
-    concat_heads,
-    format_number,
-    init_mha_weights,
-    kv_head_for,
-    multi_head_attention,
-    padding_mask,
-    running_example,
-)
+from mha_lists import (causal_mask, concat_heads, init_mha_weights, multi_head_attention,
+                       padding_mask, running_example)
+from mha_lists.display import format_number
+from mha_lists.multi_head import kv_head_for
 from mha_lists.weights import derive_rng
 
 torch.set_default_dtype(torch.float64)

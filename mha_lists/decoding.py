@@ -1,0 +1,83 @@
+"""Decoding one token at a time with a KV cache.
+
+A decoder makes one token per step. Its new token's query needs the keys and
+values of every token so far; the earlier ones have not changed, so they are
+kept in a cache and only the new row is projected. The outputs are, bit for
+bit, the rows of the full pass with ``causal_mask``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from .checks import ShapeError, check_matrix, check_vector, reported_as
+from .matrix import Matrix, Vector, concat_heads
+from .multi_head import kv_head_for, linear, project_heads
+from .one_head import attention, default_scale
+from .weights import Dims, MHAWeights, check_weights
+
+__all__ = ["decode_step", "KVCache"]
+
+
+class KVCache(NamedTuple):
+    """Keys and values of the tokens decoded so far, one matrix per key/value head."""
+
+    K: list[Matrix]  # per key/value head, (t, d_k)
+    V: list[Matrix]  # per key/value head, (t, d_v)
+
+
+def decode_step(
+    x_row: Vector,
+    weights: MHAWeights,
+    cache: Optional[KVCache] = None,
+    *,
+    scale: Optional[float] = None,
+) -> tuple[Vector, KVCache]:
+    """Attend from one new token x_row (d_model,) to itself and every cached token.
+
+    ``cache`` holds the keys and values of the t tokens before it (None for the
+    first token). Returns the output row (d_model,) and a new cache with t + 1
+    rows; the old cache is not changed. Only the new query is computed; the
+    keys and values of earlier tokens are read from the cache.
+    """
+    func = "decode_step"
+    dims = check_weights(func, weights)
+    if check_vector(func, "x_row", x_row, finite=True) != dims.d_model:
+        raise ShapeError(f"{func}: x_row has {len(x_row)} entries but the weights expect d_model = {dims.d_model}")
+    if cache is not None:
+        _check_cache(func, cache, dims)
+    c = default_scale(func, dims.d_k, scale)
+    with reported_as(func):
+        Q, K, V = project_heads([list(x_row)], weights)
+        if cache is not None:
+            K = [old + new for old, new in zip(cache.K, K)]
+            V = [old + new for old, new in zip(cache.V, V)]
+        heads = []
+        for h in range(dims.num_heads):
+            g = kv_head_for(h, dims.num_heads, dims.num_kv_heads)
+            heads.append(attention(Q[h], K[g], V[g], scale=c))
+        output = linear(concat_heads(heads), weights.W_O, weights.b_O)
+    return output[0], KVCache(K, V)
+
+
+def _check_cache(func: str, cache: object, dims: Dims) -> None:
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"{func}: cache must be a KVCache (or None for the first token), got {type(cache).__name__}")
+    for name, mats, width in (("K", cache.K, dims.d_k), ("V", cache.V, dims.d_v)):
+        if not isinstance(mats, (list, tuple)) or len(mats) != dims.num_kv_heads:
+            n = len(mats) if isinstance(mats, (list, tuple)) else type(mats).__name__
+            raise ShapeError(
+                f"{func}: cache.{name} has {n} matrices; it needs one per key/value head ({dims.num_kv_heads})"
+            )
+        for g, M in enumerate(mats):
+            rows, cols = check_matrix(func, f"cache.{name}[{g}]", M, finite=True)
+            if cols != width:
+                raise ShapeError(
+                    f"{func}: cache.{name}[{g}] is {rows}x{cols}; its rows must have {width} entries "
+                    f"(d_{'k' if name == 'K' else 'v'})"
+                )
+            if rows != len(cache.K[0]):
+                raise ShapeError(
+                    f"{func}: cache.{name}[{g}] has {rows} rows but cache.K[0] has {len(cache.K[0])}; "
+                    "every head must hold the same tokens"
+                )

@@ -1,0 +1,181 @@
+"""The error promise, for every public function: bad input raises ShapeError, ValueError or
+TypeError at the function called, the message starts with that function's name, and no
+argument is changed."""
+
+import functools
+import math
+import random
+
+import pytest
+
+import mha_lists
+from mha_lists import ShapeError
+from mha_lists import checks, cost, decoding, display, example, masks, matrix, multi_head, one_head
+from mha_lists import scores_to_weights as softmax_module
+from mha_lists import strided, weights
+
+NAN, INF = math.nan, math.inf
+GOOD_W = weights.init_mha_weights(4, 2, seed=0)
+GOOD_X = [[0.1, 0.2, 0.3, 0.4], [0.5, -0.6, 0.7, 0.8], [0.0, 1.0, -1.0, 0.5]]
+T = strided.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+
+BAD_SCALARS = [None, "2", 2.5, -1, 0, True, NAN, INF, [1], 10**400]
+BAD_MATRICES = [None, 5, "ab", [], [[]], [1, 2], [[1, 2], [3]], [[1, None]], [["a"]], [[NAN, 1.0]],
+                [[INF]], [[1e200, 1e200]], [[True, 1.0]], ({1: 2},)]
+
+
+def weights_with(**changes):
+    return GOOD_W._replace(**changes)
+
+
+BAD_WEIGHTS = [
+    None, "w", GOOD_X,
+    weights_with(W_O=[[NAN] * 4] * 4),
+    weights_with(W_V=[[[INF, 0.0]] * 4, GOOD_W.W_V[1]]),
+    weights_with(W_Q=[GOOD_W.W_Q[0]]),
+    weights_with(W_K=[]),
+    weights_with(b_O=[NAN, 0.0, 0.0, 0.0]),
+    weights_with(b_Q=[[0.0, 0.0]]),
+    weights_with(b_K=[[0.0, 0.0], [0.0, "x"]]),
+]
+
+# function -> (name its message must start with, good arguments, list of bad argument tuples)
+CASES = {
+    "matmul": (matrix.matmul, [([[1e155] * 2], [[1e155]] * 2)] + [(M, [[1.0]]) for M in BAD_MATRICES]
+               + [([[1.0]], M) for M in BAD_MATRICES if M != [[1e200, 1e200]]]),
+    "dot": (matrix.dot, [([1e155, 1e155], [1e155, 1e155]), ([1.0], [NAN]), ([1.0], [1.0, 2.0]), ([], []),
+                         (None, [1.0]), ([INF], [-INF]), (["a"], [1.0])]),
+    "transpose": (matrix.transpose, [(M,) for M in BAD_MATRICES[:9]]),
+    "add": (matrix.add, [([[1e308]], [[1e308]]), ([[1.0]], [[1.0, 2.0]])] + [(M, [[1.0]]) for M in BAD_MATRICES[:9]]),
+    "add_row": (matrix.add_row, [([[1.0]], [1.0, 2.0]), ([[1e308]], [1e308]), ([[1.0]], None), ([[1.0]], [])]),
+    "scale": (matrix.scale, [([[1.0]], c) for c in (NAN, INF, "2", None, 1e309, [2])] + [([[1e300]], 1e10)]),
+    "shape": (matrix.shape, [(M,) for M in BAD_MATRICES[:9]]),
+    "split_heads": (matrix.split_heads, [([[1.0, 2.0]], h) for h in BAD_SCALARS if h != 2.5] + [([[1.0, 2.0, 3.0]], 2)]),
+    "concat_heads": (matrix.concat_heads, [([],), (None,), ([[[1.0]], [[1.0], [2.0]]],), ([[[1.0]], 5],)]),
+    "split_rows": (matrix.split_rows, [([[1.0], [2.0]], s) for s in ([1], [0, 2], [1.5, 0.5], None, [3, -1], ["a"], [])]),
+    "softmax": (softmax_module.softmax, [([NAN],), ([INF, 1.0],), ([-INF, -INF],), ([],), (None,), (["a"],)]),
+    "softmax_rows": (softmax_module.softmax_rows, [([[NAN]],), ([[-INF]],), ([[]],), ([1.0],)]),
+    "entropy": (softmax_module.entropy, [([NAN],), ([-0.5, 1.5],), ([],), (None,)]),
+    "causal_mask": (masks.causal_mask, [(n,) for n in BAD_SCALARS if n != 10**400]),
+    "padding_mask": (masks.padding_mask, [(["a", "b"], 0), ([1, 2], "0"), ([0, 0], 0), ([], 0), (None, 0),
+                                          ([1, 2.5], 0), ([True, 1], 0)]),
+    "length_mask": (masks.length_mask, [(3, 2), (0, 2), (1, 2.0), ("1", 2), (1, None)]),
+    "combine_masks": (masks.combine_masks, [(), ([[True]], [[True, False]]), ([[1, 0]],), ([[True], None],)]),
+    "apply_mask": (masks.apply_mask, [([[1.0, 2.0]], [[True]]), ([[1.0]], [[1]]), ([[1.0]], [[False]])]),
+    "kv_head_for": (multi_head.kv_head_for, [(9, 8, 2), (0, 8, 3), (0, 2, 0), (-1, 2, 1), (1.0, 2, 1), (0, 0, 0),
+                                             ("0", 2, 1), (0, True, 1)]),
+    "attention": (one_head.attention, [([[1.0]], [[1.0, 2.0]], [[1.0]]), ([[1.0]], [[1.0]], [[1.0], [2.0]]),
+                                       ([[NAN]], [[1.0]], [[1.0]]), ([[1.0]], [[INF]], [[1.0]]),
+                                       ([[1.0]], [[1.0]], [[-INF]]), ([[1e200]], [[1e200]], [[1.0]]),
+                                       (None, [[1.0]], [[1.0]])]),
+    "multi_head_attention": (multi_head.multi_head_attention, [(GOOD_X, w) for w in BAD_WEIGHTS]
+                             + [(M, GOOD_W) for M in BAD_MATRICES] + [([[1e200] * 4], GOOD_W)]),
+    "attention_trace": (multi_head.attention_trace, [(GOOD_X, w) for w in BAD_WEIGHTS]
+                        + [(M, GOOD_W) for M in BAD_MATRICES]),
+    "linear": (multi_head.linear, [([[1.0]], [[1.0, 2.0]], [1.0]), ([[1.0]], [[NAN]]), ([[1.0]], [[1.0]], [NAN])]),
+    "decode_step": (decoding.decode_step, [([0.1, 0.2], GOOD_W), ([NAN, 0, 0, 0], GOOD_W), (None, GOOD_W),
+                                          ([0.1] * 4, GOOD_W, "cache")] + [([0.1] * 4, w) for w in BAD_WEIGHTS]),
+    "init_mha_weights": (functools.partial(weights.init_mha_weights, seed=0), [(16, 3), (16, 0), (16, 2.0), ("16", 2), (None, 2)]),
+    "init_matrix": (weights.init_matrix, [(0, 2, random.Random(0)), (2, 2, 0), (2, 2, random.Random(0), "he"),
+                                          (2.5, 2, random.Random(0)), (2, 2, None)]),
+    "derive_rng": (weights.derive_rng, [(1.5, "x"), ("x", "x"), (None, "x"), (True, "x"), (1, 5)]),
+    "parameter_count": (weights.parameter_count, [(w,) for w in BAD_WEIGHTS[:10]]),
+    "check_weights": (lambda w: weights.check_weights("check_weights", w), [(w,) for w in BAD_WEIGHTS[:10]]),
+    "multiply_adds": (cost.multiply_adds, [(0, 16, 2), (5, 16, 3), (5, "16", 2), (5, 16, 2.0), (None, 16, 2)]),
+    "tokenize": (example.tokenize, [("",), ("   ",), (None,), (["a"],)]),
+    "encode": (example.encode, [(["cats"],), ("I like",), ([1, 2],), (None,), (["I"], [])]),
+    "embedding_table": (functools.partial(example.embedding_table, seed=0, name="t"), [(0, 4), (2, 0), (2.0, 4), (2, None)]),
+    "embed": (example.embed, [([9], [[1.0]], [[1.0]]), ([0, 0], [[1.0]], [[1.0]]), ([0], [[1.0]], [[1.0, 2.0]]),
+                              ([0], [[NAN]], [[1.0]]), (None, [[1.0]], [[1.0]]), ([True], [[1.0]], [[1.0]]),
+                              ([0], None, [[1.0]])]),
+    "format_matrix": (display.format_matrix, [([[]],), ([1, 2],), ([["a"]],), (None,), ([[1.0], [1.0, 2.0]],)]),
+    "print_matrix": (display.print_matrix, [([[]],), ([1, 2],), ([["a"]],), (None,)]),
+    "format_number": (display.format_number, [("a",), (None,), ([1.0],)]),
+    "heatmap": (display.heatmap, [([[]],), ([1, 2],), ([["a"]],), (None,)]),
+    "attention_heatmap": (display.attention_heatmap, [([[]], ["a"]), ([[0.5]], ["a", "b"]), ([[0.5]], None),
+                                                      ([[0.5]], 5), (None, ["a"])]),
+    "bar_chart": (display.bar_chart, [(["a"], [1.0, 2.0]), (["a"], [-1.0]), (["a"], [NAN]), (5, [1.0]),
+                                      (["a"], None), ([], [])]),
+    "tensor": (strided.tensor, [([],), ([[1, 2], [3]],), ([[1], 2],)]),
+    "view": (strided.view, [(T, (3,)), (T, (0, 4)), (T, None), (None, (4,)), (T, (2.0, 2)),
+                            (strided.transpose_dims(T, 1, 2), (4,))]),
+    "transpose_dims": (strided.transpose_dims, [(T, 0, 3), (T, -1, 0), (T, "0", 1), (None, 0, 1)]),
+    "contiguous": (strided.contiguous, [(None,), ([[1]],)]),
+    "is_contiguous": (strided.is_contiguous, [(None,), ([[1]],)]),
+    "tolist": (strided.tolist, [(None,), ([[1]],)]),
+    "element": (strided.element, [(T, (0, 0)), (T, (0, 0, 9)), (T, None), (None, (0,)), (T, (0, 0, 0.5))]),
+    "storage_index": (strided.storage_index, [(T, (0, 0)), (T, (1, 0, 0)), (T, "000")]),
+    "row_major_strides": (strided.row_major_strides, [(None,), ((2, 0),), ((2, "3"),), ((),)]),
+    "strided_split_heads": (strided.strided_split_heads, [(T, 0), (T, 3), (T, 2.0), (None, 2),
+                                                          (strided.tensor([1, 2]), 1),
+                                                          (strided.transpose_dims(T, 1, 2), 1)]),
+    "strided_merge_heads": (strided.strided_merge_heads, [(T,), (None,)]),
+}
+
+
+def snapshot(obj):
+    """Something to compare before and after a call: nested values, a generator by its state."""
+    if isinstance(obj, random.Random):
+        return ("Random", obj.getstate())
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, [snapshot(item) for item in obj])
+    return repr(obj)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_gets_a_named_error_and_changes_nothing(name):
+    func, bad_calls = CASES[name]
+    assert bad_calls
+    for args in bad_calls:
+        before = snapshot(args)
+        with pytest.raises((ShapeError, ValueError, TypeError)) as info:
+            func(*args)
+        assert str(info.value).startswith(f"{name}: "), f"{name}{args!r:.80} said: {info.value}"
+        assert snapshot(args) == before, f"{name} changed its arguments"
+
+
+def test_running_example_reports_under_its_own_name():
+    for options in (dict(seed="x"), dict(seed=1.5), dict(embed_std=NAN), dict(embed_std=-1.0),
+                    dict(sentence="I like cats"), dict(sentence=""), dict(num_heads=3), dict(bias="no"),
+                    dict(init="normal", std=NAN), dict(init="normal", std=-1), dict(init="he"),
+                    dict(d_model=0), dict(num_kv_heads=3)):
+        with pytest.raises((ValueError, TypeError), match=r"^running_example: "):
+            example.running_example(**options)
+
+
+def test_too_large_values_say_so_and_are_not_blamed_on_the_mask():
+    x = [[1e200] * 4 for _ in range(3)]
+    for func in (mha_lists.multi_head_attention, mha_lists.attention_trace):
+        with pytest.raises(ValueError, match=r"^\w+: the values are too large") as info:
+            func(x, GOOD_W)
+        assert "mask" not in str(info.value)
+    with pytest.raises(ValueError, match=r"^multi_head_attention: the values are too large"):
+        mha_lists.multi_head_attention(GOOD_X, GOOD_W, scale=1e308)
+
+
+def test_nan_in_a_weight_is_named_like_nan_in_x():
+    bad = weights_with(W_O=[[0.0] * 4, [0.0, 0.0, NAN, 0.0], [0.0] * 4, [0.0] * 4])
+    with pytest.raises(ValueError, match=r"^multi_head_attention: weights\.W_O\[1\]\[2\] is nan; entries must be finite"):
+        mha_lists.multi_head_attention(GOOD_X, bad)
+    bad_x = [row[:] for row in GOOD_X]
+    bad_x[2][1] = NAN
+    with pytest.raises(ValueError, match=r"^multi_head_attention: x\[2\]\[1\] is nan; entries must be finite"):
+        mha_lists.multi_head_attention(bad_x, GOOD_W)
+
+
+def test_the_public_api_is_small_and_every_name_is_documented():
+    assert len(mha_lists.__all__) <= 30
+    for name in mha_lists.__all__:
+        obj = getattr(mha_lists, name)
+        assert obj.__doc__ and obj.__doc__.strip(), name
+    assert mha_lists.attention is one_head.attention
+    assert callable(mha_lists.attention)
+
+
+def test_every_public_function_is_in_the_readme():
+    readme = (checks.__file__.rsplit("/mha_lists/", 1)[0] + "/README.md")
+    text = open(readme, encoding="utf-8").read()
+    for module in (matrix, weights, masks, softmax_module, one_head, multi_head, decoding, cost, example,
+                   display, strided):
+        for name in getattr(module, "__all__", []):
+            assert f"`{name}" in text, f"{module.__name__}.{name} is not in the README's API table"

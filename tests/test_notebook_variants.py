@@ -1,0 +1,105 @@
+""""Change any number": every notebook, re-run with other settings, still runs and keeps every check.
+
+Each notebook builds its example in one place, ``ex = running_example(...)``. This test
+re-executes every notebook with that call's settings changed (another seed and head count,
+another sentence, ...) and fails when a cell raises, or when a check that prints only True
+with the default example prints False. A cell whose default output already shows False (a
+demonstration such as ``0.1 + 0.2 == 0.3``) must print the same True/False sequence.
+
+    python -m pytest tests/test_notebook_variants.py            # every notebook, every variant
+    python -m pytest tests/test_notebook_variants.py -k 03_     # one notebook
+"""
+
+import ast
+import copy
+import json
+import pathlib
+import re
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+VARIANTS = {
+    "seed7-4heads": {"seed": 7, "num_heads": 4},
+    "another-sentence": {"sentence": "<BOS> I like transformers like I <EOS>"},
+    "3-tokens-8heads-seed123": {"sentence": "<BOS> transformers <EOS>", "num_heads": 8, "seed": 123},
+}
+BOOL = re.compile(r"\b(True|False)\b")
+
+
+def settings_cell(nb) -> int:
+    """Index of the code cell that builds the example: ``ex = running_example(...)``."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and re.search(r"^ex = running_example\(", cell.source, re.M):
+            return index
+    raise AssertionError("no cell builds the example with `ex = running_example(...)`")
+
+
+def builds_the_paper_example(nb) -> bool:
+    """Notebook 00a builds the hand-chosen example, ``ex = paper_example()``, which has no settings
+    (its "Try this" edits are run in tests/test_paper_and_worksheet.py)."""
+    return any(cell.cell_type == "code" and re.search(r"^ex = paper_example\(\)", cell.source, re.M)
+               for cell in nb.cells)
+
+
+def with_settings(source: str, settings: dict) -> str:
+    """The cell's source with the keyword arguments of ``ex = running_example(...)`` replaced."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == "running_example"
+                and [getattr(t, "id", None) for t in node.targets] == ["ex"]):
+            call = node.value
+            call.keywords = [k for k in call.keywords if k.arg not in settings]
+            call.keywords += [ast.keyword(arg=k, value=ast.Constant(v)) for k, v in settings.items()]
+            lines = source.splitlines()
+            new = ast.unparse(node).splitlines()
+            lines[node.lineno - 1:node.end_lineno] = new
+            return "\n".join(lines)
+    raise AssertionError("the settings cell has no `ex = running_example(...)` statement")
+
+
+def cell_texts(cell) -> str:
+    texts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            texts.append(out.get("text", ""))
+        elif out.get("output_type") in ("execute_result", "display_data"):
+            texts.append(out.get("data", {}).get("text/plain", ""))
+    return "".join(texts)
+
+
+def test_every_notebook_builds_its_example_in_one_place():
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        if not builds_the_paper_example(nb):
+            settings_cell(nb)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_survives_a_learners_edit(path, variant):
+    stored = nbformat.read(path, as_version=4)
+    if builds_the_paper_example(stored):
+        pytest.skip("the hand-chosen example has no settings; its edits are tested with the paper example")
+    nb = copy.deepcopy(stored)
+    index = settings_cell(nb)
+    nb.cells[index].source = with_settings(nb.cells[index].source, VARIANTS[variant])
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as error:
+        pytest.fail(f"{path.name} with {VARIANTS[variant]}: a cell raised:\n{str(error)[-1500:]}")
+    flipped = []
+    for number, (before, after) in enumerate(zip(stored.cells, nb.cells)):
+        if before.cell_type != "code":
+            continue
+        old, new = BOOL.findall(cell_texts(before)), BOOL.findall(cell_texts(after))
+        if ("False" not in old and "False" in new) or ("False" in old and old != new):
+            flipped.append(f"cell {number}: {before.source[:120]!r}\n    now prints: {cell_texts(after)[:300]!r}")
+    assert not flipped, f"{path.name} with {VARIANTS[variant]}: checks changed:\n" + "\n".join(flipped)
