@@ -37,7 +37,7 @@ import sys
 from typing import Any, NamedTuple, Optional
 
 __all__ = ["CheckFailed", "check_close", "student_copy", "write_student_copies", "score", "Score",
-           "CODE_STUB", "EXERCISES", "main"]
+           "CODE_STUB", "EXERCISES"]
 
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"

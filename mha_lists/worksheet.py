@@ -43,7 +43,7 @@ from .multi_head import AttentionTrace, attention_trace
 from .weights import MHAWeights, derive_rng
 from .paper import PAPER_STORY, ExpRow, exp_table, integer_matrix, paper_example, raw_scores, score_differences
 
-__all__ = ["Worksheet", "worksheet", "paper_worksheet", "as_json", "to_markdown", "to_html", "main", "SENTENCES", "SHAPES"]
+__all__ = ["Worksheet", "worksheet", "paper_worksheet", "as_json", "to_markdown", "to_html", "SENTENCES", "SHAPES"]
 
 SENTENCES = [
     "I like tea", "we read books", "cats chase mice", "you see stars", "birds sing songs",

@@ -70,3 +70,10 @@ def commands(text, prefix):
 def test_worksheet_commands_of_the_guide_and_readme_run(argv):
     result = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stderr == "" and result.stdout
+
+
+def test_every_public_name_of_the_classroom_modules_is_in_the_readme():
+    from mha_lists import exercises, paper, worksheet
+    for module in (paper, worksheet, exercises):
+        for name in module.__all__:
+            assert f"`{name}" in README, f"{module.__name__}.{name} is not in the README's API table"

@@ -246,3 +246,13 @@ def test_bad_arguments_give_one_line_and_exit_code_2(args, message):
     result = run(*args)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr
+
+
+@pytest.mark.parametrize("settings", ["seed=7, num_heads=4", "seed=123, num_heads=8"])
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_solutions_pass_with_another_example(path, settings, tmp_path):
+    nb = load(path)
+    setup = next(c for c in nb["cells"] if c["cell_type"] == "code" and "ex = running_example()" in source(c))
+    setup["source"] = source(setup).replace("ex = running_example()", f"ex = running_example({settings})")
+    outcome = run_checks(nb, tmp_path)
+    assert outcome and not any(outcome.values()), outcome
