@@ -207,6 +207,10 @@ def write_student_copies(source: pathlib.Path, out: pathlib.Path) -> list[pathli
         raise FileNotFoundError(f"write_student_copies: no .ipynb files in {source}")
     if out.resolve() == source.resolve():
         raise ValueError("write_student_copies: out must not be the source folder (it would overwrite the solutions)")
+    notebooks = EXERCISES.parent.resolve()
+    if out.resolve() == notebooks or notebooks in out.resolve().parents:
+        raise ValueError(f"write_student_copies: out {out} is inside {notebooks}, where nbval would run the "
+                         "student copies and fail; write them elsewhere, e.g. student-copies/")
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for path in paths:

@@ -234,6 +234,9 @@ def test_the_default_student_copies_folder_is_git_ignored():
     assert "/student-copies/" in ignored
     with pytest.raises(ValueError, match="must not be the source folder"):
         write_student_copies(EXERCISES[0].parent, EXERCISES[0].parent)
+    with pytest.raises(ValueError, match="where nbval would run the student copies"):
+        write_student_copies(EXERCISES[0].parent, ROOT / "notebooks" / "students")
+    assert not (ROOT / "notebooks" / "students").exists()
 
 
 @pytest.mark.parametrize("args, message", [
