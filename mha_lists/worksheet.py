@@ -461,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m mha_lists.worksheet",
                      description="Print one student's attention-on-paper worksheet (or a whole class's).")
     who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--student", type=_student, help="the student's number N: the problem is seeded from N")
+    who.add_argument("--student", type=_student, metavar="N", help="the student's number N: the problem is seeded from N")
     who.add_argument("--students", type=_students, metavar="A-B", help="every student from A to B, e.g. 1-30")
     who.add_argument("--paper", action="store_true", help="the hand-chosen example of notebook 00a instead")
     parser.add_argument("--key", action="store_true", help="add every intermediate answer")
