@@ -13,12 +13,15 @@ matrix.py                  shape, dot, matmul, transpose, add, add_row, scale,
                            split_heads, concat_heads, split_rows; Matrix, Vector
 weights.py                 MHAWeights, init_mha_weights, parameter_count,
                            init_matrix, INIT_SCHEMES, derive_rng
+torch_init.py              PyTorch's default init: linear_bound,
+                           mha_in_proj_bound, torch_mha_weights, ...
 masks.py                   causal_mask, padding_mask, combine_masks,
                            length_mask, apply_mask; Mask
 scores_to_weights.py       softmax, softmax_rows, entropy
 one_head.py                attention(Q, K, V): one head, the formula
 multi_head.py              multi_head_attention, attention_trace,
                            AttentionTrace, kv_head_for, linear
+block.py                   around attention: layer_norm, dropout
 decoding.py                decode_step, KVCache
 cost.py                    multiply_adds (a function of the sizes),
                            MultiplyAddCounter

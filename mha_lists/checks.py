@@ -132,9 +132,7 @@ def check_positive_int(func: str, name: str, value: object) -> int:
     ...
     ValueError: demo: num_heads must be a positive int, got 0
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{func}: {name} must be a positive int, got {value!r} ({type(value).__name__})")
-    if value < 1:
+    if check_int(func, name, value) < 1:
         raise ValueError(f"{func}: {name} must be a positive int, got {value!r}")
     return value
 

@@ -422,3 +422,52 @@ def test_kv_head_for_groups_query_heads_in_order():
     assert [kv_head_for(h, 4, 4) for h in range(4)] == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="kv_head_for: h is 6; a query head is numbered 0 to 5"):
         kv_head_for(6, 6, 3)
+
+
+# === Each argument of multi_head_attention reaches the computation ===
+
+
+def test_multi_head_attention_with_context_and_mask_together_matches_the_plain_implementation():
+    w = init_mha_weights(8, 4, seed=6, num_kv_heads=2)
+    x, ctx = random_x(3, 8), random_x(5, 8, name="ctx")
+    mask = [[True, False, True, True, False], [False, True, True, False, True], [True, True, False, False, False]]
+    expected = plain_mha(x, w.W_Q, w.W_K, w.W_V, w.W_O, mask=mask, context=ctx)
+    assert_close(multi_head_attention(x, w, context=ctx, mask=mask), expected)
+    assert_close(attention_trace(x, w, context=ctx, mask=mask).output, expected)
+    for weights in attention_trace(x, w, context=ctx, mask=mask).attention:
+        assert [[a == 0.0 for a in row] for row in weights] == [[not m for m in row] for row in mask]
+
+
+def test_scale_reaches_every_head():
+    w = init_mha_weights(8, 2, seed=6)
+    x = random_x(4, 8)
+    t = attention_trace(x, w, scale=0.25)
+    raw = matmul(t.Q[1], [list(col) for col in zip(*t.K[1])])
+    assert t.scores[1] == [[s * 0.25 for s in row] for row in raw]
+    assert multi_head_attention(x, w, scale=0.25) == t.output
+    assert multi_head_attention(x, w, scale=0.25) != multi_head_attention(x, w)
+
+
+def test_key_bias_is_in_k_but_cannot_change_the_weights():
+    # q . (k_j + b) = q . k_j + q . b: the same shift for every key j of a row, and softmax
+    # ignores a shift. So b_K moves K, but the attention weights only by rounding.
+    w = init_mha_weights(4, 2, seed=2, bias=True)
+    w = w._replace(b_K=[[0.5, -1.0], [2.0, 0.25]])
+    x, ctx = random_x(3, 4), random_x(2, 4, name="ctx")
+    t = attention_trace(x, w, context=ctx)
+    assert t.K[1] == [[k + b for k, b in zip(row, w.b_K[1])] for row in matmul(ctx, w.W_K[1])]
+    plain = attention_trace(x, w._replace(b_K=[[0.0, 0.0], [0.0, 0.0]]), context=ctx)
+    assert_close(t.attention[1], plain.attention[1])
+
+
+def test_bad_context_and_mask_are_named_in_every_entry_point():
+    w = init_mha_weights(4, 2, seed=0)
+    x = random_x(2, 4)
+    for func in (multi_head_attention, attention_trace):
+        name = func.__name__
+        with pytest.raises(ValueError, match=rf"^{name}: context\[1\]\[0\] is nan; entries must be finite"):
+            func(x, w, context=[[0.0] * 4, [math.nan, 0.0, 0.0, 0.0]])
+        with pytest.raises(ShapeError, match=rf"^{name}: mask is 2x2; it must be \(queries, keys\) = 2x3"):
+            func(x, w, context=random_x(3, 4), mask=[[True, True], [True, True]])
+        with pytest.raises(ValueError, match=rf"^{name}: scale must be a positive finite number, got -1"):
+            func(x, w, scale=-1)

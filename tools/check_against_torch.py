@@ -8,6 +8,9 @@ and ``torch.nn.functional.scaled_dot_product_attention`` (every case) with the
 same weights, and prints the largest absolute difference and whether every
 number agrees when printed at 4 decimals, as the notebooks print them.
 PyTorch's Linear stores weights as (d_out, d_in), so each of ours is transposed.
+Then it checks ``layer_norm`` against ``torch.nn.functional.layer_norm``, the
+survivors of ``dropout`` against ``torch.nn.functional.dropout``, and the bounds
+of ``mha_lists.torch_init`` against freshly initialised PyTorch layers.
 Exits 1 if any difference exceeds 1e-12.
 """
 
@@ -21,6 +24,8 @@ from mha_lists import (causal_mask, concat_heads, init_mha_weights, multi_head_a
                        padding_mask, running_example)
 from mha_lists.display import format_number
 from mha_lists.multi_head import kv_head_for
+from mha_lists.block import dropout, layer_norm
+from mha_lists.torch_init import linear_bound, mha_in_proj_bound, xavier_uniform_bound
 from mha_lists.weights import derive_rng
 
 torch.set_default_dtype(torch.float64)
@@ -104,8 +109,42 @@ def main():
         ok &= compare(f"{name} vs SDPA", ours, torch_sdpa(x, w, context, mask))
         if nn_too:
             ok &= compare(f"{name} vs nn.MultiheadAttention", ours, torch_nn_mha(x, w, mask))
+    ok &= check_block_and_init(ex)
     print("all within 1e-12:", ok)
     return 0 if ok else 1
+
+
+def check_block_and_init(ex):
+    """LayerNorm and dropout (mha_lists.block), and PyTorch's default bounds (mha_lists.torch_init)."""
+    ok = True
+    r = [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(ex.x, multi_head_attention(ex.x, ex.weights))]
+    d = len(r[0])
+    rng = derive_rng(5, "torch-check/layer_norm")
+    gain, bias = [rng.gauss(1, 0.5) for _ in range(d)], [rng.gauss(0, 0.5) for _ in range(d)]
+    for name, x, g, b in (("x + MHA(x)", r, None, None), ("x, gain and bias", ex.x, gain, bias)):
+        theirs = F.layer_norm(t(x), (d,), None if g is None else t(g), None if b is None else t(b), eps=1e-5)
+        ok &= compare(f"layer_norm({name}) vs F.layer_norm", layer_norm(x, g, b), theirs)
+    # dropout: different random numbers, but every survivor must be a / (1 - p), as in PyTorch
+    A = [[0.1 * (i + 1) * (j + 1) for j in range(8)] for i in range(8)]
+    for p in (0.1, 0.5):
+        ours = dropout(A, p, rng=derive_rng(0, "torch-check/dropout"))
+        torch.manual_seed(0)
+        theirs = F.dropout(t(A), p, training=True).tolist()
+        survivors = [(a, o, th) for ra, ro, rt in zip(A, ours, theirs) for a, o, th in zip(ra, ro, rt)]
+        diff = max(abs(o - th) for a, o, th in survivors if o != 0.0 and th != 0.0)
+        print(f"{'dropout survivors vs F.dropout survivors, p = ' + str(p):55s} max |diff| = {diff:.1e}")
+        ok &= diff <= 1e-12 and F.dropout(t(A), p, training=False).tolist() == A == dropout(A, 0.0, rng=derive_rng(0, "x"))
+    torch.manual_seed(0)
+    for E, h in ((16, 2), (64, 4)):
+        mha = torch.nn.MultiheadAttention(E, h)
+        top_in, top_out = mha.in_proj_weight.abs().max().item(), mha.out_proj.weight.abs().max().item()
+        fine = (0.9 * mha_in_proj_bound(E) < top_in <= mha_in_proj_bound(E) < xavier_uniform_bound(E, E)
+                and 0.9 * linear_bound(E) < top_out <= linear_bound(E)
+                and mha.in_proj_bias.abs().max().item() == 0 == mha.out_proj.bias.abs().max().item())
+        print(f"{'nn.MultiheadAttention(' + str(E) + ', ' + str(h) + ') init within torch_init bounds':55s} "
+              f"in_proj max {top_in:.4f} <= {mha_in_proj_bound(E):.4f}, out_proj max {top_out:.4f} <= {linear_bound(E):.4f}: {fine}")
+        ok &= fine
+    return ok
 
 
 if __name__ == "__main__":

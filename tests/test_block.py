@@ -1,0 +1,241 @@
+"""LayerNorm and dropout (mha_lists/block.py): hand cases, invariants, bad input."""
+
+import copy
+import math
+import random
+import statistics
+
+import pytest
+
+from mha_lists import ShapeError, add, multi_head_attention, running_example
+from mha_lists.block import LAYER_NORM_EPS, dropout, layer_norm
+
+# === LayerNorm: small cases by hand ===
+
+
+def test_layer_norm_by_hand():
+    # row [1, 2, 3, 6]: mean 3, deviations -2 -1 0 3, biased variance (4 + 1 + 0 + 9) / 4 = 3.5
+    y = layer_norm([[1, 2, 3, 6]], eps=1e-5)
+    s = math.sqrt(3.5 + 1e-5)
+    assert y == [[-2 / s, -1 / s, 0 / s, 3 / s]]
+
+
+def test_layer_norm_uses_the_biased_variance_like_pytorch():
+    # [0, 4]: biased variance 4 gives +-2 / 2 = +-1; the unbiased one (8) would give +-0.7071
+    y = layer_norm([[0.0, 4.0]], eps=1e-300)
+    assert y == [[-1.0, 1.0]]
+    assert LAYER_NORM_EPS == 1e-5
+
+
+def test_layer_norm_gain_and_bias_by_hand():
+    # normalised row [-1, 1] (eps negligible), times gain [2, 3], plus bias [10, 20]
+    assert layer_norm([[0.0, 4.0]], [2.0, 3.0], [10.0, 20.0], eps=1e-300) == [[8.0, 23.0]]
+
+
+def test_layer_norm_ones_and_zeros_are_the_default():
+    x = running_example().x
+    d = len(x[0])
+    assert layer_norm(x, [1.0] * d, [0.0] * d) == layer_norm(x)
+
+
+def test_layer_norm_of_a_constant_row_is_zero_not_nan():
+    # variance 0: (v - mean) / sqrt(0 + eps) = 0 / sqrt(eps)
+    assert layer_norm([[3.0, 3.0, 3.0]]) == [[0.0, 0.0, 0.0]]
+
+
+# === LayerNorm: invariants and an independent computation ===
+
+
+def test_layer_norm_rows_have_mean_0_and_variance_var_over_var_plus_eps():
+    ex = running_example()
+    r = add(ex.x, multi_head_attention(ex.x, ex.weights))
+    for row, y in zip(r, layer_norm(r)):
+        var = statistics.pvariance(row)
+        assert abs(statistics.fmean(y)) < 1e-15
+        # exactly var / (var + eps) in exact arithmetic: "variance 1 up to eps"
+        assert statistics.pvariance(y) == pytest.approx(var / (var + LAYER_NORM_EPS), rel=1e-13)
+        assert statistics.pvariance(y) < 1
+
+
+def test_layer_norm_matches_the_statistics_module():
+    x = running_example(seed=7).x
+    for row, y in zip(x, layer_norm(x)):
+        mean, var = statistics.fmean(row), statistics.pvariance(row)
+        expected = [(v - mean) / math.sqrt(var + LAYER_NORM_EPS) for v in row]
+        assert y == pytest.approx(expected, rel=1e-13, abs=1e-15)
+
+
+def test_layer_norm_is_nearly_scale_invariant_and_shift_invariant():
+    x = running_example().x
+    y = layer_norm(x)
+    scaled = layer_norm([[10 * v for v in row] for row in x])
+    shifted = layer_norm([[v + 5 for v in row] for row in x])
+    for a, b, c in zip(y, scaled, shifted):
+        assert a == pytest.approx(b, rel=1e-4)  # only eps breaks exact scale invariance
+        assert a == pytest.approx(c, rel=1e-12, abs=1e-12)
+
+
+def test_layer_norm_does_not_change_its_arguments():
+    x, g, b = [[1.0, 2.0], [3.0, 5.0]], [1.5, 2.5], [0.1, 0.2]
+    before = copy.deepcopy((x, g, b))
+    layer_norm(x, g, b)
+    assert (x, g, b) == before
+
+
+# === LayerNorm: bad input ===
+
+
+def test_layer_norm_rejects_a_gain_of_the_wrong_length():
+    with pytest.raises(ShapeError, match=r"layer_norm: x is 1x3 and gain has 2 entries"):
+        layer_norm([[1.0, 2.0, 3.0]], gain=[1.0, 1.0])
+
+
+def test_layer_norm_rejects_a_bias_of_the_wrong_length():
+    with pytest.raises(ShapeError, match=r"layer_norm: .*bias has 4 entries"):
+        layer_norm([[1.0, 2.0, 3.0]], bias=[0.0] * 4)
+
+
+@pytest.mark.parametrize("eps", [0, -1e-5, float("nan"), float("inf")])
+def test_layer_norm_rejects_a_bad_eps(eps):
+    with pytest.raises(ValueError, match="^layer_norm: eps must be a (positive )?finite number"):
+        layer_norm([[1.0, 2.0]], eps=eps)
+
+
+@pytest.mark.parametrize("eps", [True, "1e-5", None])
+def test_layer_norm_rejects_an_eps_that_is_not_a_number(eps):
+    with pytest.raises(TypeError, match="^layer_norm: eps must be a number"):
+        layer_norm([[1.0, 2.0]], eps=eps)
+
+
+@pytest.mark.parametrize("x, gain", [([[1e200, -1e200]], None), ([[1e308, 1e308, -1e308]], None),
+                                     ([[0.0, 0.0, 0.0, 0.0, 1.0]], [1e308] * 5)])  # y = 2.0 at the last entry
+def test_layer_norm_says_when_the_values_are_too_large(x, gain):
+    with pytest.raises(ValueError, match="^layer_norm: the values are too large"):
+        layer_norm(x, gain)
+
+
+def test_layer_norm_rejects_a_vector_and_nonfinite_entries():
+    with pytest.raises(TypeError, match=r"layer_norm: x\[0\] must be a row"):
+        layer_norm([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"layer_norm: x\[0\]\[1\] is nan"):
+        layer_norm([[1.0, float("nan")]])
+
+
+# === Dropout: by hand ===
+
+
+def test_dropout_by_hand():
+    # random.Random(3) draws 0.238, 0.544, 0.370, 0.604, 0.626, 0.066; with p = 0.5 an entry
+    # survives when its draw is below 1 - p = 0.5, and survivors are doubled (1 / (1 - 0.5))
+    M = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert dropout(M, 0.5, rng=random.Random(3)) == [[2.0, 0.0, 6.0], [0.0, 0.0, 12.0]]
+
+
+def test_dropout_matches_the_same_draws_read_off_a_second_generator():
+    p, M = 0.3, [[0.1 * (i + j) for j in range(7)] for i in range(5)]
+    draws = random.Random(11)
+    expected = [[v * (1 / (1 - p)) if draws.random() < 1 - p else 0.0 for v in row] for row in M]
+    assert dropout(M, p, rng=random.Random(11)) == expected
+
+
+def test_dropout_survivors_are_scaled_by_one_over_keep():
+    out = dropout([[1.0] * 50], 0.5, rng=random.Random(0))
+    assert set(out[0]) == {0.0, 2.0}
+
+
+def test_dropout_with_p_zero_is_a_copy_and_draws_nothing():
+    M = [[0.25, 0.75]]
+    rng = random.Random(1)
+    state = rng.getstate()
+    out = dropout(M, 0.0, rng=rng)
+    assert out == M and out is not M and out[0] is not M[0]
+    assert rng.getstate() == state
+
+
+def test_dropout_is_deterministic_for_a_seeded_generator():
+    M = [[0.1, 0.2, 0.3, 0.4]] * 3
+    assert dropout(M, 0.3, rng=random.Random(9)) == dropout(M, 0.3, rng=random.Random(9))
+
+
+# === Dropout: invariants over many draws ===
+
+
+def test_dropout_drops_about_p_and_keeps_the_mean():
+    rng, p, n = random.Random(0), 0.1, 20_000
+    out = dropout([[1.0] * n], p, rng=rng)[0]
+    zeros = out.count(0.0) / n
+    # binomial: std of the fraction is sqrt(p (1 - p) / n) = 0.0021
+    assert abs(zeros - p) < 5 * math.sqrt(p * (1 - p) / n)
+    # expected value 1: std of the mean is sqrt(p / (1 - p) / n) = 0.0024
+    assert abs(math.fsum(out) / n - 1.0) < 5 * math.sqrt(p / (1 - p) / n)
+
+
+def test_dropout_rows_of_attention_weights_no_longer_sum_to_one():
+    A = [[0.25, 0.25, 0.5]] * 4
+    for row, dropped in zip(A, dropout(A, 0.5, rng=random.Random(2))):
+        kept = math.fsum(a for a, d in zip(row, dropped) if d != 0.0)
+        assert math.fsum(dropped) == pytest.approx(kept / 0.5)
+    assert any(math.fsum(r) != 1.0 for r in dropout(A, 0.5, rng=random.Random(2)))
+
+
+def test_dropout_does_not_change_its_argument():
+    M = [[1.0, 2.0], [3.0, 4.0]]
+    before = copy.deepcopy(M)
+    dropout(M, 0.5, rng=random.Random(0))
+    assert M == before
+
+
+# === Dropout: bad input ===
+
+
+@pytest.mark.parametrize("p", [1, 1.0, -0.1, 1.5])
+def test_dropout_rejects_a_p_outside_0_to_1(p):
+    with pytest.raises(ValueError, match=r"^dropout: p must be a probability with 0 <= p < 1"):
+        dropout([[1.0]], p, rng=random.Random(0))
+
+
+@pytest.mark.parametrize("p", [float("nan"), True, "0.1", None])
+def test_dropout_rejects_a_p_that_is_not_a_finite_number(p):
+    with pytest.raises((TypeError, ValueError), match=r"^dropout: p must be a (finite )?number"):
+        dropout([[1.0]], p, rng=random.Random(0))
+
+
+def test_dropout_says_when_the_values_are_too_large():
+    with pytest.raises(ValueError, match="^dropout: the values are too large"):
+        dropout([[1e308] * 20], 0.5, rng=random.Random(0))
+
+
+def test_dropout_needs_a_local_generator():
+    with pytest.raises(TypeError, match="dropout: rng must be a random.Random"):
+        dropout([[1.0]], 0.1, rng=0)
+    with pytest.raises(TypeError):
+        dropout([[1.0]], 0.1)  # rng is keyword-only and required
+
+
+def test_dropout_rejects_a_ragged_matrix():
+    with pytest.raises(ShapeError, match="dropout: M is ragged"):
+        dropout([[1.0, 2.0], [3.0]], 0.1, rng=random.Random(0))
+
+
+# === The error promise, as tests/test_errors.py states it for the core files ===
+
+NAN, INF = float("nan"), float("inf")
+BAD_CALLS = {
+    "layer_norm": (layer_norm, [(None,), ([1.0, 2.0],), ([[1.0, 2.0], [3.0]],), ([[NAN, 1.0]],), ([[INF]],),
+                                ([["a"]],), ([[1.0]], [1.0, 2.0]), ([[1.0]], None, [INF]), ([[1e200, -1e200]],),
+                                ([[1.0, 2.0]], None, None, 0.0)]),
+    "dropout": (lambda *args: dropout(*args, rng=random.Random(0)),
+                [(None, 0.1), ([1.0], 0.1), ([[NAN]], 0.1), ([[1.0]], 1.0), ([[1.0]], -0.5), ([[1.0]], "p"),
+                 ([[1e308] * 20], 0.5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CALLS))
+def test_bad_input_gets_a_named_error_and_changes_nothing(name):
+    func, bad_calls = BAD_CALLS[name]
+    for args in bad_calls:
+        before = repr(args)
+        with pytest.raises((ShapeError, ValueError, TypeError)) as info:
+            func(*args[:3]) if len(args) < 4 else func(*args[:3], eps=args[3])
+        assert str(info.value).startswith(f"{name}: "), f"{name}{args!r:.60} said: {info.value}"
+        assert repr(args) == before
