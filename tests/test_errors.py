@@ -10,7 +10,8 @@ import pytest
 
 import mha_lists
 from mha_lists import ShapeError
-from mha_lists import checks, cost, decoding, display, example, masks, matrix, multi_head, one_head
+from mha_lists import block, checks, cost, decoding, display, example, masks, matrix, multi_head, one_head
+from mha_lists import torch_init
 from mha_lists import scores_to_weights as softmax_module
 from mha_lists import strided, weights
 
@@ -176,6 +177,6 @@ def test_every_public_function_is_in_the_readme():
     readme = (checks.__file__.rsplit("/mha_lists/", 1)[0] + "/README.md")
     text = open(readme, encoding="utf-8").read()
     for module in (matrix, weights, masks, softmax_module, one_head, multi_head, decoding, cost, example,
-                   display, strided):
+                   display, strided, block, torch_init):
         for name in getattr(module, "__all__", []):
             assert f"`{name}" in text, f"{module.__name__}.{name} is not in the README's API table"
