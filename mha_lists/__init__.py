@@ -33,6 +33,12 @@ example.py                 running_example, Example, VOCAB, SENTENCE, ...
 display.py                 print_matrix, format_matrix, attention_heatmap,
                            heatmap, bar_chart, format_number, show
 strided.py                 a tensor as flat list + shape + strides
+paper.py                   attention on paper (notebook 00a): paper_example,
+                           raw_scores, exp_table, table_softmax, ...
+worksheet.py               python -m mha_lists.worksheet: a worksheet and
+                           answer key per student; worksheet, as_json, ...
+exercises.py               python -m mha_lists.exercises: check_close,
+                           student copies, points
 cli.py, bench.py           python -m mha_lists; python -m mha_lists.bench
 =========================  ====================================================
 """

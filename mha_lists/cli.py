@@ -17,6 +17,9 @@ from .display import format_matrix
 from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
 
 
+WIDTH = 80  # columns of a projector-friendly terminal
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit code 2."""
 
@@ -53,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--d-model", type=_positive_int, default=D_MODEL, help=f"model width (default: {D_MODEL})")
     parser.add_argument("--causal", action="store_true", help="apply the causal mask (no attending to later tokens)")
     parser.add_argument("--digits", type=_digits, default=4, help="digits after the point (default: 4)")
+    parser.add_argument("--weights", action="store_true",
+                        help="also print every head's W_Q, W_K and W_V (W_O is always printed)")
     return parser
 
 
@@ -70,17 +75,23 @@ def render(args: argparse.Namespace) -> str:
     dims = [f"d{j}" for j in range(d_model)]
     kdims = [f"d{j}" for j in range(d_k)]
     fmt = {"digits": args.digits}
+    sizes = f"seq_len = {T}, d_model = {d_model}, num_heads = {h}, d_k = d_v = {d_model} / {h} = {d_k},"
+    settings = f"seed = {args.seed}, mask = {'causal' if args.causal else 'none'}"
     out = [
         "Multi-head attention, traced by hand",
         f"sentence: {' '.join(ex.tokens)}",
         f"token ids: {' '.join(str(i) for i in ex.ids)}",
-        f"seq_len = {T}, d_model = {d_model}, num_heads = {h}, d_k = d_v = {d_model} / {h} = {d_k}, "
-        f"seed = {args.seed}, mask = {'causal' if args.causal else 'none'}",
+        f"{sizes} {settings}",
         _section("Step 1. Embeddings: X = token embedding + position embedding"),
         format_matrix(ex.x, row_labels=ex.tokens, col_labels=dims, title="X", **fmt),
     ]
     for head in range(h):
         out.append(_section(f"Head {head}"))
+        if args.weights:
+            out.append(f"Weights of head {head}: W_Q, W_K, W_V, each (d_model, d_k) = ({d_model}, {d_k})")
+            for name, W in (("W_Q", ex.weights.W_Q[head]), ("W_K", ex.weights.W_K[head]), ("W_V", ex.weights.W_V[head])):
+                out.append(format_matrix(W, row_labels=dims, col_labels=kdims, title=f"{name}, head {head}", **fmt))
+            out.append("")
         out.append("Step 2. Projections: Q = X W_Q, K = X W_K, V = X W_V")
         for name, M in (("Q", trace.Q[head]), ("K", trace.K[head]), ("V", trace.V[head])):
             out.append(format_matrix(M, row_labels=ex.tokens, col_labels=kdims, title=f"{name}, head {head}", **fmt))
@@ -100,7 +111,13 @@ def render(args: argparse.Namespace) -> str:
                              title="W_O", **fmt))
     out.append("")
     out.append(format_matrix(trace.output, row_labels=ex.tokens, col_labels=dims, title="output", **fmt))
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    # For the projector: when every table fits 80 columns, the one long line of sizes and
+    # settings is split in two, so nothing is wider than 80. (Wider tables keep it whole.)
+    header = f"{sizes} {settings}"
+    if len(header) > WIDTH and max(len(line) for line in text.split("\n") if line != header) <= WIDTH:
+        text = text.replace(header + "\n", f"{sizes}\n{settings}\n", 1)
+    return text
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -1,6 +1,6 @@
 """Re-execute notebooks top to bottom in a fresh kernel and store them clean.
 
-    python tools/execute_notebooks.py                 # every notebook in notebooks/
+    python tools/execute_notebooks.py                 # every notebook in notebooks/ and notebooks/exercises/
     python tools/execute_notebooks.py notebooks/03_scores.ipynb
 
 Each notebook runs in its own folder (as nbval runs it), with no timing
@@ -56,7 +56,8 @@ def execute(path: pathlib.Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    paths = [pathlib.Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    every = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
+    paths = [pathlib.Path(a).resolve() for a in argv] or every
     for path in paths:
         execute(path)
 
