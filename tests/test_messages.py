@@ -259,3 +259,57 @@ def test_weights_must_be_an_mhaweights():
     with pytest.raises(TypeError, match=r"^demo: weights must be an MHAWeights, got list$"):
         weights.check_weights("demo", list(W))
 
+
+
+@pytest.mark.parametrize("options, error, message", [
+    (dict(mask=[[True, True]]), ShapeError, "attention: mask is 1x2; it must be (queries, keys) = 2x2"),
+    (dict(mask=[[True, False], [False, False]]), ValueError,
+     "attention: mask row 1 is all False, so query 1 may attend to no key; every query needs at least one key"),
+    (dict(mask=[[1, 0], [1, 1]]), TypeError,
+     "attention: mask[0][0] is 1; mask entries must be True (may attend) or False (masked)"),
+    (dict(scale=0.0), ValueError, "attention: scale must be a positive finite number, got 0.0"),
+    (dict(scale=NAN), ValueError, "attention: scale must be a finite number, got nan"),
+    (dict(scale="1"), TypeError, "attention: scale must be a number, got '1' (str)"),
+])
+def test_attention_names_its_mask_and_scale(options, error, message):
+    Q = K = V = [[1.0, 0.0], [0.0, 1.0]]
+    with pytest.raises(error) as info:
+        one_head.attention(Q, K, V, **options)
+    assert str(info.value) == message
+
+
+R = random.Random(0)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: weights.derive_rng(1.5, "x"), TypeError, "derive_rng: seed must be an int, got 1.5 (float)"),
+    (lambda: weights.derive_rng(1, 5), TypeError, "derive_rng: name must be a str, got 5"),
+    (lambda: weights.init_matrix(0, 2, R), ValueError, "init_matrix: rows must be a positive int, got 0"),
+    (lambda: weights.init_matrix(2, 0, R), ValueError, "init_matrix: cols must be a positive int, got 0"),
+    (lambda: weights.init_matrix(2, 2, R, fan_in=0), ValueError, "init_matrix: fan_in must be a positive int, got 0"),
+    (lambda: weights.init_matrix(2, 2, R, fan_out=-3), ValueError, "init_matrix: fan_out must be a positive int, got -3"),
+    (lambda: weights.init_matrix(2, 2, R, std=0.0), ValueError, "init_matrix: std must be a positive finite number, got 0.0"),
+    (lambda: weights.init_matrix(2, 2, R, std=NAN), ValueError, "init_matrix: std must be a finite number, got nan"),
+    (lambda: weights.init_matrix(2, 2, "rng"), TypeError,
+     "init_matrix: rng must be a random.Random (e.g. derive_rng(seed, name)), got str"),
+    (lambda: weights.init_matrix(2, 2, R, "he"), ValueError,
+     "init_matrix: unknown scheme 'he'; choose one of xavier_uniform, xavier_normal, kaiming_normal, normal, gpt2"),
+    (lambda: init_mha_weights(16, 2, seed=0, std=-1.0), ValueError, "init_mha_weights: std must be a positive finite number, got -1.0"),
+    (lambda: init_mha_weights(16, 2, seed=0, d_k=0), ValueError, "init_mha_weights: d_k must be a positive int, got 0"),
+    (lambda: init_mha_weights(16, 2, seed=0, d_v=2.0), TypeError, "init_mha_weights: d_v must be an int, got 2.0 (float)"),
+    (lambda: init_mha_weights(16, 2, seed=0, num_kv_heads=0), ValueError, "init_mha_weights: num_kv_heads must be a positive int, got 0"),
+    (lambda: init_mha_weights(16, 2, seed=0, n_layer=0), ValueError, "init_mha_weights: n_layer must be a positive int, got 0"),
+    (lambda: init_mha_weights(16, 2, seed=0, bias=1), TypeError, "init_mha_weights: bias must be True or False, got 1"),
+    (lambda: init_mha_weights(16, 2, seed=None), TypeError, "init_mha_weights: seed must be an int, got None (NoneType)"),
+    (lambda: init_mha_weights(16, 3, seed=0, d_k=4), ShapeError,
+     "init_mha_weights: d_model 16 is not divisible by num_heads 3; d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)"),
+])
+def test_weight_drawing_names_the_argument(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_d_k_and_d_v_together_lift_the_divisibility_rule():
+    w = init_mha_weights(16, 3, seed=0, d_k=4, d_v=5)
+    assert (len(w.W_Q[0][0]), len(w.W_V[0][0]), len(w.W_O)) == (4, 5, 15)
