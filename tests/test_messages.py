@@ -174,6 +174,18 @@ CASES = [
     ('linear', ([[1.0]], [[1.0, 2.0]], [1.0]), ShapeError, 'linear: M is 1x2 and b has 1 entries; b needs one entry per column (2)'),
     ('linear', ([[1.0]], [[NAN]]), ValueError, 'linear: B[0][0] is nan; entries must be finite numbers'),
     ('linear', ([[1.0]], [[1.0]], [NAN]), ValueError, 'linear: b[0] is nan; entries must be finite numbers'),
+    # the second argument is named too
+    ('dot', ([1.0], None), TypeError, 'dot: v must be a list of numbers, got NoneType'),
+    ('dot', ([1.0], ['a']), TypeError, "dot: v[0] is 'a' (str); entries must be int or float"),
+    ('add', ([[1.0]], None), TypeError, 'add: B must be a list of rows, got NoneType'),
+    ('add', ([[1.0]], [['b']]), TypeError, "add: B[0][0] is 'b' (str); entries must be int or float"),
+    ('add_row', (None, [1.0]), TypeError, 'add_row: M must be a list of rows, got NoneType'),
+    ('add_row', ([[1.0]], ['b']), TypeError, "add_row: b[0] is 'b' (str); entries must be int or float"),
+    ('add_row', ([[1.0]], [NAN]), ValueError, "add_row: b[0] is nan; entries must be finite numbers"),
+    ('scale', (None, 2.0), TypeError, 'scale: M must be a list of rows, got NoneType'),
+    ('split_heads', (None, 2), TypeError, 'split_heads: M must be a list of rows, got NoneType'),
+    ('split_rows', (None, [1]), TypeError, 'split_rows: M must be a list of rows, got NoneType'),
+    ('concat_heads', ([[[1.0]], [['x']]],), TypeError, "concat_heads: heads[1][0][0] is 'x' (str); entries must be int or float"),
     # the exception paths of the sums: an overflow inside fsum, and inf - inf
     ('dot', ([1e308, 1e308], [1.0, 1.0]), ValueError, f"dot: {TOO_LARGE}"),
     ('matmul', ([[1e308, 1e308]], [[1.0], [1.0]]), ValueError, f"matmul: {TOO_LARGE}"),
