@@ -20,8 +20,8 @@ from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
 WIDTH = 80  # columns of a projector-friendly terminal
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and exit code 2."""
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit code 2 (every command of the package)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -45,7 +45,7 @@ def _digits(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineErrorParser(
         prog="python -m mha_lists",
         description="Print every number of multi-head attention on the running example.",
         epilog=f"Vocabulary: {' '.join(VOCAB)}",

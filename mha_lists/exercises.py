@@ -36,6 +36,8 @@ import re
 import sys
 from typing import Any, NamedTuple, Optional
 
+from .cli import OneLineErrorParser
+
 __all__ = ["CheckFailed", "check_close", "student_copy", "write_student_copies", "score", "Score",
            "CODE_STUB", "EXERCISES"]
 
@@ -259,15 +261,10 @@ def score(nb: dict) -> Score:
 # === Command line ===
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m mha_lists.exercises",
+    parser = OneLineErrorParser(prog="python -m mha_lists.exercises",
                      description="Student copies of the exercise notebooks, and their points.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineErrorParser)
     copies = sub.add_parser("student-copies", help="write the notebooks with every solution removed")
     copies.add_argument("outdir", type=pathlib.Path, help="folder to write into, e.g. student-copies/")
     copies.add_argument("--source", type=pathlib.Path, default=EXERCISES,

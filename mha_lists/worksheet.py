@@ -37,6 +37,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
+from .cli import OneLineErrorParser
 from .display import format_matrix, format_number
 from .matrix import Matrix
 from .multi_head import AttentionTrace, attention_trace
@@ -428,13 +429,6 @@ def to_html(sheets: Sequence[Worksheet], *, key: bool = False) -> str:
 # === Command line ===
 
 
-class _Parser(argparse.ArgumentParser):
-    """Errors are one line and exit code 2, as in ``python -m mha_lists``."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def _student(text: str) -> int:
     try:
         value = int(text)
@@ -458,7 +452,7 @@ def _students(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m mha_lists.worksheet",
+    parser = OneLineErrorParser(prog="python -m mha_lists.worksheet",
                      description="Print one student's attention-on-paper worksheet (or a whole class's).")
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--student", type=_student, metavar="N", help="the student's number N: the problem is seeded from N")
