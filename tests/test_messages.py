@@ -325,3 +325,60 @@ def test_weight_drawing_names_the_argument(call, error, message):
 def test_d_k_and_d_v_together_lift_the_divisibility_rule():
     w = init_mha_weights(16, 3, seed=0, d_k=4, d_v=5)
     assert (len(w.W_Q[0][0]), len(w.W_V[0][0]), len(w.W_O)) == (4, 5, 15)
+
+
+# === Small functions, their edges ===
+
+from mha_lists.masks import combine_masks, length_mask, padding_mask  # noqa: E402
+from mha_lists.matrix import split_rows  # noqa: E402
+from mha_lists.scores_to_weights import entropy  # noqa: E402
+
+
+def test_split_rows_walks_down_the_rows():
+    M = [[1], [2], [3], [4]]
+    assert split_rows(M, [2, 1, 1]) == [[[1], [2]], [[3]], [[4]]]
+    assert split_rows(M, [1, 3]) == [[[1]], [[2], [3], [4]]]
+
+
+def test_length_mask_edges_and_queries():
+    assert length_mask(3, 3) == [[True, True, True]] * 3
+    assert length_mask(1, 3, num_queries=2) == [[True, False, False]] * 2
+    with pytest.raises(ValueError, match=r"^length_mask: num_queries must be a positive int, got 0$"):
+        length_mask(1, 3, num_queries=0)
+    with pytest.raises(ValueError, match=r"^length_mask: length 4 is longer than seq_len 3$"):
+        length_mask(4, 3)
+
+
+def test_padding_mask_queries():
+    assert padding_mask([5, 0, 7], 0, num_queries=1) == [[True, False, True]]
+    with pytest.raises(TypeError, match=r"^padding_mask: num_queries must be an int, got 1.5 \(float\)$"):
+        padding_mask([5, 0], 0, num_queries=1.5)
+
+
+def test_combine_masks_of_one_and_of_non_square_masks():
+    a = [[True, False, True], [False, True, True]]
+    b = [[True, True, False], [True, True, True]]
+    assert combine_masks(a) == a
+    assert combine_masks(a, b) == [[True, False, False], [False, True, True]]
+
+
+def test_entropy_of_a_certain_row_is_plain_zero():
+    assert str(entropy([1.0])) == "0.0" and str(entropy([0.0, 1.0])) == "0.0"  # not -0.0
+
+
+def test_init_defaults_std_and_n_layer():
+    from mha_lists.weights import derive_rng
+    w = init_mha_weights(4, 2, seed=3, init="normal")
+    rng = derive_rng(3, "W_Q/head0")
+    assert w.W_Q[0] == [[rng.gauss(0.0, 0.02) for _ in range(2)] for _ in range(4)]  # std defaults to 0.02
+    gpt2 = init_mha_weights(4, 2, seed=3, init="gpt2")
+    rng = derive_rng(3, "W_O")
+    assert gpt2.W_O == [[rng.gauss(0.0, 0.02 / math.sqrt(2)) for _ in range(4)] for _ in range(4)]  # n_layer 1
+    with pytest.raises(ValueError, match=r"^init_mha_weights: d_model must be a positive int, got 0$"):
+        init_mha_weights(0, 2, seed=0)
+    with pytest.raises(ShapeError, match=r"each key/value head must serve the same number of query heads$"):
+        init_mha_weights(16, 4, seed=0, num_kv_heads=3)
+    with pytest.raises(ValueError) as info:
+        init_mha_weights(16, 2, seed=0, init="he")
+    assert str(info.value) == ("init_mha_weights: unknown init scheme 'he'; choose one of xavier_uniform, "
+                               "xavier_normal, kaiming_normal, normal, gpt2")
