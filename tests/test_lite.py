@@ -48,8 +48,9 @@ def lite_site(tmp_path_factory):
     need(importlib.util.find_spec("jupyterlite_core") is not None,
          'jupyterlite-core is not installed (pip install -e ".[lite]")')
     out = tmp_path_factory.mktemp("lite") / "site"
-    subprocess.run([sys.executable, str(ROOT / "lite" / "build.py"), str(out)], cwd=ROOT, check=True,
-                   capture_output=True)
+    result = subprocess.run([sys.executable, str(ROOT / "lite" / "build.py"), str(out)], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return out
 
 
