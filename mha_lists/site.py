@@ -163,13 +163,14 @@ def _table_html(table: Table, digits: int) -> str:
            + "</tr></thead><tbody>"]
     for label, row in zip(table.row_labels, table.matrix):
         cells = []
-        for x in row:
+        for key, x in zip(table.col_labels, row):
             text = format_number(x, digits)
             if text == "-inf":
                 cells.append('<td class="masked">-inf</td>')
             elif table.kind == "weights":
                 dark = " dark" if x > 0.55 else ""
-                cells.append(f'<td class="w{dark}" style="--w:{x:.3f}">{text}</td>')
+                tip = html.escape(f"{label} takes {text} of {key}'s value", quote=True)
+                cells.append(f'<td class="w{dark}" style="--w:{x:.3f}" title="{tip}">{text}</td>')
             else:
                 cells.append(f"<td>{text}</td>")
         out.append(f'<tr><th scope="row">{html.escape(label)}</th>{"".join(cells)}</tr>')

@@ -62,9 +62,9 @@ def test_cli_command_prints_the_numbers_the_page_shows():
 
 def test_weights_are_a_heatmap_and_masked_scores_are_marked():
     page = walkthrough_html(Settings(causal=True))
-    weights = re.findall(r'style="--w:([0-9.]+)"', page)
+    weights = re.findall(r'style="--w:([0-9.]+)" title="[^"]+ takes ([0-9.]+) of [^"]+&#x27;s value"', page)
     assert len(weights) == 2 * 5 * 5  # every weight of both heads carries its colour value
-    assert all(0.0 <= float(w) <= 1.0 for w in weights)
+    assert all(0.0 <= float(w) <= 1.0 and abs(float(w) - float(shown)) < 6e-4 for w, shown in weights)
     assert page.count('<td class="masked">-inf</td>') == 2 * 10  # 10 future keys per head
 
 

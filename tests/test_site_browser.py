@@ -213,7 +213,9 @@ def test_bad_settings_show_the_library_message(site_url, browser_context):
     expected = json.loads(page_update("?heads=3"))["error"]
     assert expected.startswith("init_mha_weights: d_model 16 is not divisible by num_heads 3")
     assert page.inner_text("#error") == expected
-    assert page.is_hidden("#walkthrough")
+    assert page.is_hidden("#walkthrough") and page.is_hidden("#command-line")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "page-error.png"))
     page.fill("#heads", "4")
     page.dispatch_event("#heads", "change")
     page.wait_for_function("document.body.dataset.state === 'computed'")

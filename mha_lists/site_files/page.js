@@ -9,6 +9,7 @@ const statusLine = document.getElementById("status");
 const errorBox = document.getElementById("error");
 const walkthrough = document.getElementById("walkthrough");
 const command = document.getElementById("command");
+const commandLine = document.getElementById("command-line");
 const MODULE_DIR = "/mha_lists_site";
 
 let update = null; // mha_lists.site.page_update, once Python is ready
@@ -52,12 +53,13 @@ function show(query) {
     errorBox.textContent = result.error;
     errorBox.hidden = false;
     walkthrough.hidden = true;
-    command.textContent = "";
+    commandLine.hidden = true;
     setState("error", "These settings give no example; change one above.");
     return;
   }
   errorBox.hidden = true;
   walkthrough.hidden = false;
+  commandLine.hidden = false;
   walkthrough.innerHTML = result.html;
   command.textContent = result.command;
   fillForm(result.settings);
