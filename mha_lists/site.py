@@ -248,8 +248,8 @@ def page_update(query: str) -> str:
     ``{"ok": true, "html": ..., "settings": {...}, "query": ..., "command": ...}`` or
     ``{"ok": false, "error": "<the library's message>"}``.
 
-    >>> json.loads(page_update("?heads=3"))["error"]
-    'init_mha_weights: d_model 16 is not divisible by num_heads 3; d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)'
+    >>> json.loads(page_update("?sentence=I+like+cats"))["error"]
+    "running_example: 'cats' is not in the vocabulary; the vocabulary is <PAD> <BOS> <EOS> I like transformers"
     """
     try:
         settings = parse_query(query)
