@@ -30,6 +30,8 @@ display.py                 print_matrix, format_matrix, attention_heatmap,
                            heatmap, bar_chart, format_number, show
 strided.py                 a tensor as flat list + shape + strides
 cli.py, bench.py           python -m mha_lists; python -m mha_lists.bench
+site.py, site_files/       python -m mha_lists.site OUTDIR: the trace as a web
+                           page that recomputes in the browser (Pyodide)
 =========================  ====================================================
 """
 
