@@ -204,6 +204,10 @@ def test_a_changed_control_recomputes_and_updates_the_link(site_url, browser_con
     page.click("#backspace")  # drop <EOS>
     page.wait_for_function("document.querySelector('#walkthrough').textContent.includes('seq_len = 4')")
     assert_page_shows(page, cli("--causal", "--sentence", "<BOS> I like transformers"))
+    page.click("a.example[href='?heads=8']")  # a "Try" link: the default example with 8 heads, no reload
+    page.wait_for_function("document.querySelector('#walkthrough').textContent.includes('num_heads = 8')")
+    assert_page_shows(page, cli("--heads", "8"))
+    assert "heads=8" in page.url and "causal=0" in page.url
     page.close()
     assert_stayed_local(browser_context)
 

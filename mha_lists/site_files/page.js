@@ -102,6 +102,14 @@ function enableControls() {
       recompute();
     });
   }
+  for (const link of document.querySelectorAll("a.example")) {
+    link.addEventListener("click", (event) => {  // recompute in place: no reload, no new Python
+      event.preventDefault();
+      fillForm(config.defaults);
+      fillFormFromQuery(new URL(link.href).search);
+      recompute();
+    });
+  }
   document.getElementById("backspace").addEventListener("click", () => {
     form.sentence.value = form.sentence.value.trim().split(/\s+/).slice(0, -1).join(" ");
     recompute();
