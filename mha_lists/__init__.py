@@ -40,6 +40,8 @@ worksheet.py               python -m mha_lists.worksheet: a worksheet and
 exercises.py               python -m mha_lists.exercises: check_close,
                            student copies, points
 cli.py, bench.py           python -m mha_lists; python -m mha_lists.bench
+site.py, site_files/       python -m mha_lists.site OUTDIR: the trace as a web
+                           page that recomputes in the browser (Pyodide)
 =========================  ====================================================
 """
 

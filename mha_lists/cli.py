@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
+from typing import NamedTuple, Optional, Union
 
 from .masks import causal_mask
 from .multi_head import attention_trace
 from .display import format_matrix
 from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
+from .matrix import Matrix
 
 
 WIDTH = 80  # columns of a projector-friendly terminal
@@ -65,8 +66,23 @@ def _section(title: str) -> str:
     return f"\n=== {title} ===\n"
 
 
-def render(args: argparse.Namespace) -> str:
-    """The whole trace as one string (what main prints); bad settings raise the library's own error."""
+class Table(NamedTuple):
+    """One labelled matrix of the trace, printed by ``format_matrix`` (which adds the shape to the title)."""
+
+    title: str  # "Q, head 0"
+    matrix: Matrix
+    row_labels: list[str]
+    col_labels: list[str]
+    kind: str = "matrix"  # "weights": softmax weights, each row sums to 1 (the web page draws a heatmap)
+
+
+def trace_items(args: argparse.Namespace) -> list[Union[str, Table]]:
+    """The whole trace as a list of lines and Tables, in print order (``render`` joins them).
+
+    ``args`` needs sentence, seed, heads, d_model and causal (what ``build_parser`` gives).
+    Bad settings raise the library's own error. The web page (``mha_lists.site``) draws
+    the same items, so its numbers are the CLI's.
+    """
     ex = running_example(sentence=args.sentence, d_model=args.d_model, num_heads=args.heads, seed=args.seed)
     T, d_model, h = len(ex.tokens), args.d_model, args.heads
     d_k = d_model // h
@@ -74,49 +90,58 @@ def render(args: argparse.Namespace) -> str:
     trace = attention_trace(ex.x, ex.weights, mask=mask)
     dims = [f"d{j}" for j in range(d_model)]
     kdims = [f"d{j}" for j in range(d_k)]
-    fmt = {"digits": args.digits}
     sizes = f"seq_len = {T}, d_model = {d_model}, num_heads = {h}, d_k = d_v = {d_model} / {h} = {d_k},"
     settings = f"seed = {args.seed}, mask = {'causal' if args.causal else 'none'}"
-    out = [
+    items: list[Union[str, Table]] = [
         "Multi-head attention, traced by hand",
         f"sentence: {' '.join(ex.tokens)}",
         f"token ids: {' '.join(str(i) for i in ex.ids)}",
         f"{sizes} {settings}",
         _section("Step 1. Embeddings: X = token embedding + position embedding"),
-        format_matrix(ex.x, row_labels=ex.tokens, col_labels=dims, title="X", **fmt),
+        Table("X", ex.x, ex.tokens, dims),
     ]
     for head in range(h):
-        out.append(_section(f"Head {head}"))
-        if args.weights:
-            out.append(f"Weights of head {head}: W_Q, W_K, W_V, each (d_model, d_k) = ({d_model}, {d_k})")
+        items.append(_section(f"Head {head}"))
+        if getattr(args, "weights", False):
+            items.append(f"Weights of head {head}: W_Q, W_K, W_V, each (d_model, d_k) = ({d_model}, {d_k})")
             for name, W in (("W_Q", ex.weights.W_Q[head]), ("W_K", ex.weights.W_K[head]), ("W_V", ex.weights.W_V[head])):
-                out.append(format_matrix(W, row_labels=dims, col_labels=kdims, title=f"{name}, head {head}", **fmt))
-            out.append("")
-        out.append("Step 2. Projections: Q = X W_Q, K = X W_K, V = X W_V")
+                items.append(Table(f"{name}, head {head}", W, dims, kdims))
+            items.append("")
+        items.append("Step 2. Projections: Q = X W_Q, K = X W_K, V = X W_V")
         for name, M in (("Q", trace.Q[head]), ("K", trace.K[head]), ("V", trace.V[head])):
-            out.append(format_matrix(M, row_labels=ex.tokens, col_labels=kdims, title=f"{name}, head {head}", **fmt))
-        out.append(f"\nStep 3. Scores: Q K^T / sqrt({d_k}){' (masked: -inf)' if args.causal else ''}")
-        out.append(format_matrix(trace.scores[head], row_labels=ex.tokens, col_labels=ex.tokens,
-                                 title=f"scores, head {head}", **fmt))
-        out.append("\nStep 4. Attention weights: softmax of each row (each row sums to 1)")
-        out.append(format_matrix(trace.attention[head], row_labels=ex.tokens, col_labels=ex.tokens,
-                                 title=f"weights, head {head}", **fmt))
-        out.append("\nStep 5. Head output: weights V")
-        out.append(format_matrix(trace.head_outputs[head], row_labels=ex.tokens, col_labels=kdims,
-                                 title=f"output, head {head}", **fmt))
-    out.append(_section("Step 6. Concatenate the heads: [head 0 | head 1 | ...]"))
-    out.append(format_matrix(trace.concat, row_labels=ex.tokens, col_labels=dims, title="concat", **fmt))
-    out.append(_section("Step 7. Output projection: output = concat W_O"))
-    out.append(format_matrix(ex.weights.W_O, row_labels=[f"c{j}" for j in range(h * d_k)], col_labels=dims,
-                             title="W_O", **fmt))
-    out.append("")
-    out.append(format_matrix(trace.output, row_labels=ex.tokens, col_labels=dims, title="output", **fmt))
-    text = "\n".join(out) + "\n"
+            items.append(Table(f"{name}, head {head}", M, ex.tokens, kdims))
+        items.append(f"\nStep 3. Scores: Q K^T / sqrt({d_k}){' (masked: -inf)' if args.causal else ''}")
+        items.append(Table(f"scores, head {head}", trace.scores[head], ex.tokens, ex.tokens))
+        items.append("\nStep 4. Attention weights: softmax of each row (each row sums to 1)")
+        items.append(Table(f"weights, head {head}", trace.attention[head], ex.tokens, ex.tokens, kind="weights"))
+        items.append("\nStep 5. Head output: weights V")
+        items.append(Table(f"output, head {head}", trace.head_outputs[head], ex.tokens, kdims))
+    items.append(_section("Step 6. Concatenate the heads: [head 0 | head 1 | ...]"))
+    items.append(Table("concat", trace.concat, ex.tokens, dims))
+    items.append(_section("Step 7. Output projection: output = concat W_O"))
+    items.append(Table("W_O", ex.weights.W_O, [f"c{j}" for j in range(h * d_k)], dims))
+    items.append("")
+    items.append(Table("output", trace.output, ex.tokens, dims))
+    return items
+
+
+def format_table(table: Table, digits: int = 4) -> str:
+    """One Table as ``format_matrix`` prints it: title with shape, labels, fixed-point entries."""
+    return format_matrix(table.matrix, row_labels=table.row_labels, col_labels=table.col_labels,
+                         digits=digits, title=table.title)
+
+
+def render(args: argparse.Namespace) -> str:
+    """The whole trace as one string (what main prints); bad settings raise the library's own error."""
+    items = trace_items(args)
+    lines = [item if isinstance(item, str) else format_table(item, args.digits) for item in items]
+    text = "\n".join(lines) + "\n"
     # For the projector: when every table fits 80 columns, the one long line of sizes and
-    # settings is split in two, so nothing is wider than 80. (Wider tables keep it whole.)
-    header = f"{sizes} {settings}"
+    # settings (items[3]) is split in two at its comma, so nothing is wider than 80.
+    header = items[3]
     if len(header) > WIDTH and max(len(line) for line in text.split("\n") if line != header) <= WIDTH:
-        text = text.replace(header + "\n", f"{sizes}\n{settings}\n", 1)
+        sizes, settings = header.split(", seed = ", 1)
+        text = text.replace(header + "\n", f"{sizes},\nseed = {settings}\n", 1)
     return text
 
 

@@ -1,0 +1,330 @@
+"""``python -m mha_lists.site OUTDIR``: the whole trace as a web page that recomputes in the browser.
+
+The page shows what ``python -m mha_lists`` prints -- embeddings, each head's Q, K,
+V, scores, softmax weights (as heatmaps), head outputs, the concatenation, W_O and
+the output -- built from the CLI's own ``trace_items`` and ``format_number``, so
+its numbers are the CLI's by construction. ``build_site`` writes:
+
+    OUTDIR/index.html       the page, pre-rendered for the default example (reads without JavaScript)
+    OUTDIR/style.css        projector-sized and printable
+    OUTDIR/page.js          loads Pyodide (CPython on WebAssembly) and recomputes on every change
+    OUTDIR/mha_lists/*.py   this module's source, written into Pyodide's file system and imported
+
+In the browser, ``page_update(query)`` turns the query string
+(``?seed=7&heads=4&causal=1&d_model=16&sentence=...``) into the HTML of every step,
+or into the library's own error message. Pyodide comes from ``--pyodide-url``:
+by default the official CDN; point it at a local copy (the ``pyodide`` npm package)
+and the page fetches nothing from anywhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import pathlib
+import shutil
+import string
+import sys
+from typing import NamedTuple, Optional, Union
+from urllib.parse import parse_qsl, urlencode
+
+from .cli import Table, trace_items
+from .display import format_number
+from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB
+
+__all__ = [
+    "PYODIDE_VERSION", "PYODIDE_URL", "MAX_D_MODEL", "MAX_TOKENS", "Settings", "parse_query",
+    "query_string", "cli_command", "walkthrough_html", "page_update", "build_site", "main",
+]
+
+PYODIDE_VERSION = "314.0.7"  # the version the browser tests run (package.json); CPython 3.14
+PYODIDE_URL = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
+MAX_D_MODEL = 64  # the page draws every matrix; wider ones belong in the CLI
+MAX_TOKENS = 16
+SITE_FILES = pathlib.Path(__file__).resolve().parent / "site_files"
+MODULE_DIR = pathlib.Path(__file__).resolve().parent
+
+_TRUE = ("1", "true", "on", "yes")
+_FALSE = ("0", "false", "off", "no", "")
+
+
+class Settings(NamedTuple):
+    """One example: what the page's controls and the query string set (the CLI's options)."""
+
+    sentence: str = SENTENCE
+    seed: int = SEED
+    heads: int = NUM_HEADS
+    d_model: int = D_MODEL
+    causal: bool = False
+    digits: int = 4  # fixed: the page always shows 4 digits, like format_matrix
+
+
+# === Settings <-> query string ===
+
+def _whole_number(name: str, text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"parse_query: {name} is {text!r}; it must be a whole number") from None
+
+
+def parse_query(query: str) -> Settings:
+    """Settings from a query string such as ``"?seed=7&heads=4&causal=1"``; unset ones keep their defaults.
+
+    Keys: sentence, seed, heads, d_model, causal (1/0, true/false, on/off). Unknown
+    keys are ignored. Sizes larger than the page draws raise ValueError; the
+    attention rules (heads divide d_model, words from the vocabulary) are checked
+    by the library itself when the example is built.
+
+    >>> parse_query("?seed=7&heads=4&causal=1")
+    Settings(sentence='<BOS> I like transformers <EOS>', seed=7, heads=4, d_model=16, causal=True, digits=4)
+    """
+    if not isinstance(query, str):
+        raise TypeError(f"parse_query: query must be a str, got {type(query).__name__}")
+    values = dict(parse_qsl(query.lstrip("?"), keep_blank_values=True))
+    settings = Settings()
+    if "sentence" in values:
+        settings = settings._replace(sentence=values["sentence"])
+    for name in ("seed", "heads", "d_model"):
+        if name in values:
+            settings = settings._replace(**{name: _whole_number(name, values[name])})
+    if "causal" in values:
+        flag = values["causal"].strip().lower()
+        if flag not in _TRUE + _FALSE:
+            raise ValueError(f"parse_query: causal is {values['causal']!r}; use 1 (on) or 0 (off)")
+        settings = settings._replace(causal=flag in _TRUE)
+    if settings.d_model > MAX_D_MODEL:
+        raise ValueError(f"parse_query: d_model is {settings.d_model}; this page draws at most {MAX_D_MODEL} "
+                         "(python -m mha_lists prints any size)")
+    if len(settings.sentence.split()) > MAX_TOKENS:
+        raise ValueError(f"parse_query: the sentence has {len(settings.sentence.split())} tokens; this page "
+                         f"draws at most {MAX_TOKENS} (python -m mha_lists prints any length)")
+    return settings
+
+
+def query_string(settings: Settings) -> str:
+    """The query string that gives these settings back: ``parse_query(query_string(s)) == s``.
+
+    >>> query_string(Settings(seed=7, heads=4, causal=True))
+    '?sentence=%3CBOS%3E+I+like+transformers+%3CEOS%3E&seed=7&heads=4&d_model=16&causal=1'
+    """
+    return "?" + urlencode({"sentence": settings.sentence, "seed": settings.seed, "heads": settings.heads,
+                            "d_model": settings.d_model, "causal": int(settings.causal)})
+
+
+def cli_command(settings: Settings) -> str:
+    """The ``python -m mha_lists`` command that prints the same numbers (only non-default options).
+
+    >>> cli_command(Settings(seed=7, heads=4, causal=True))
+    'python -m mha_lists --seed 7 --heads 4 --causal'
+    """
+    default = Settings()
+    words = ["python", "-m", "mha_lists"]
+    if settings.sentence.split() != default.sentence.split():
+        words += ["--sentence", "'" + " ".join(settings.sentence.split()) + "'"]
+    for name, option in (("seed", "--seed"), ("heads", "--heads"), ("d_model", "--d-model")):
+        if getattr(settings, name) != getattr(default, name):
+            words += [option, str(getattr(settings, name))]
+    if settings.causal:
+        words.append("--causal")
+    return " ".join(words)
+
+
+# === The walkthrough as HTML ===
+
+def _explanation(step: int, settings: Settings) -> str:
+    """A sentence or two under each step's heading (the page's prose; numbers from the settings)."""
+    d_model, h = settings.d_model, settings.heads
+    d_k = d_model // h
+    texts = {
+        1: f"Each token's row of the token table plus its position's row of the position table: "
+           f"one row per token, d_model = {d_model} columns.",
+        2: f"This head's own W_Q, W_K and W_V, each ({d_model}, {d_k}), turn every row of X into "
+           f"a query, a key and a value of d_k = {d_k} numbers.",
+        3: f"Entry [i][j] is query row i dotted with key row j, divided by &radic;{d_k}: how well "
+           "token i's query matches token j's key."
+           + (" The causal mask hides later tokens: their score is &minus;inf." if settings.causal else ""),
+        4: "Softmax turns each row of scores into weights that are positive and sum to 1. "
+           "Row i says how much token i takes from each token: the darker, the more.",
+        5: "Row i is the average of V's rows, weighted by row i of the weights: what token i gathers in this head.",
+        6: f"The heads' outputs side by side: {h} &times; {d_k} = {h * d_k} columns per token.",
+        7: f"W_O ({h * d_k}, {d_model}) mixes the heads' columns into d_model = {d_model} columns: "
+           "output row i is the new vector of token i.",
+    }
+    return texts[step]
+
+
+def _table_html(table: Table, digits: int) -> str:
+    n, m = len(table.matrix), len(table.matrix[0])
+    out = [f'<figure class="matrix {table.kind}"><table>',
+           f'<caption>{html.escape(table.title)} <span class="shape">({n}x{m})</span></caption>',
+           "<thead><tr><th></th>" + "".join(f'<th scope="col">{html.escape(c)}</th>' for c in table.col_labels)
+           + "</tr></thead><tbody>"]
+    for label, row in zip(table.row_labels, table.matrix):
+        cells = []
+        for key, x in zip(table.col_labels, row):
+            text = format_number(x, digits)
+            if text == "-inf":
+                cells.append('<td class="masked">-inf</td>')
+            elif table.kind == "weights":
+                dark = " dark" if x > 0.55 else ""
+                tip = html.escape(f"{label} takes {text} of {key}'s value", quote=True)
+                cells.append(f'<td class="w{dark}" style="--w:{x:.3f}" title="{tip}">{text}</td>')
+            else:
+                cells.append(f"<td>{text}</td>")
+        out.append(f'<tr><th scope="row">{html.escape(label)}</th>{"".join(cells)}</tr>')
+    out.append("</tbody></table></figure>")
+    return "".join(out)
+
+
+def _step_number(line: str) -> Optional[int]:
+    words = line.split()
+    if len(words) >= 2 and words[0] == "Step" and words[1].rstrip(".").isdigit():
+        return int(words[1].rstrip("."))
+    return None
+
+
+def walkthrough_html(settings: Settings) -> str:
+    """Every step of the trace as an HTML fragment: the CLI's lines and tables, 4-digit entries.
+
+    Raises the library's own ValueError/ShapeError for settings it refuses.
+
+    >>> "<caption>weights, head 1 <span class=\\"shape\\">(5x5)</span></caption>" in walkthrough_html(Settings())
+    True
+    """
+    items: list[Union[str, Table]] = trace_items(settings)
+    header: list[str] = []
+    body: list[str] = []
+    open_tables = False
+    in_section = False
+
+    def close_tables() -> None:
+        nonlocal open_tables
+        if open_tables:
+            body.append("</div>")
+            open_tables = False
+
+    for item in items:
+        if isinstance(item, Table):
+            if not open_tables:
+                body.append('<div class="tables">')
+                open_tables = True
+            body.append(_table_html(item, settings.digits))
+            continue
+        line = item.strip()
+        if not line:
+            continue
+        if item.startswith("\n=== "):
+            close_tables()
+            if in_section:
+                body.append("</section>")
+            title = line.strip("= ")
+            step = _step_number(title)
+            anchor = f"step-{step}" if step else title.lower().replace(" ", "-")
+            body.append(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>')
+            if step:
+                body.append(f'<p class="explain">{_explanation(step, settings)}</p>')
+            in_section = True
+        elif _step_number(line) and in_section:
+            close_tables()
+            body.append(f"<h3>{html.escape(line)}</h3>")
+            body.append(f'<p class="explain">{_explanation(_step_number(line), settings)}</p>')
+        elif not in_section:
+            header.append(line)
+        else:
+            close_tables()
+            body.append(f"<p>{html.escape(line)}</p>")
+    close_tables()
+    if in_section:
+        body.append("</section>")
+    summary = "".join(f"<li>{html.escape(line)}</li>" for line in header[1:])  # header[0] is the CLI's title
+    return f'<ul class="summary">{summary}</ul>' + "\n".join(body)
+
+
+def page_update(query: str) -> str:
+    """What the page shows for a query string, as JSON text (the browser calls this through Pyodide).
+
+    ``{"ok": true, "html": ..., "settings": {...}, "query": ..., "command": ...}`` or
+    ``{"ok": false, "error": "<the library's message>"}``.
+
+    >>> json.loads(page_update("?sentence=I+like+cats"))["error"]
+    "running_example: 'cats' is not in the vocabulary; the vocabulary is <PAD> <BOS> <EOS> I like transformers"
+    """
+    try:
+        settings = parse_query(query)
+        fragment = walkthrough_html(settings)
+    except (ValueError, TypeError) as error:  # ShapeError is a ValueError
+        return json.dumps({"ok": False, "error": str(error)})
+    return json.dumps({"ok": True, "html": fragment, "settings": settings._asdict(),
+                       "query": query_string(settings), "command": cli_command(settings)})
+
+
+# === Building the site ===
+
+def _module_files() -> list[str]:
+    return sorted(path.name for path in MODULE_DIR.glob("*.py"))
+
+
+def _json_for_script(value: object) -> str:
+    return json.dumps(value).replace("</", "<\\/")
+
+
+def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL) -> list[pathlib.Path]:
+    """Write the static page into outdir (created if missing); return the files written.
+
+    ``pyodide_url`` is the folder holding pyodide.mjs, absolute or relative to the page.
+    """
+    if not isinstance(pyodide_url, str) or not pyodide_url.strip():
+        raise ValueError("build_site: pyodide_url must be a non-empty URL of the folder holding pyodide.mjs")
+    if not pyodide_url.endswith("/"):
+        pyodide_url += "/"
+    out = pathlib.Path(outdir)
+    (out / "mha_lists").mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in _module_files():
+        shutil.copyfile(MODULE_DIR / name, out / "mha_lists" / name)
+        written.append(out / "mha_lists" / name)
+    for name in ("style.css", "page.js"):
+        shutil.copyfile(SITE_FILES / name, out / name)
+        written.append(out / name)
+    settings = Settings()
+    config = {"pyodideUrl": pyodide_url, "pyodideVersion": PYODIDE_VERSION, "moduleFiles": _module_files(),
+              "defaults": settings._asdict(), "vocab": VOCAB}
+    template = string.Template((SITE_FILES / "index.html").read_text(encoding="utf-8"))
+    page = template.substitute(
+        config=_json_for_script(config),
+        walkthrough=walkthrough_html(settings),
+        command=html.escape(cli_command(settings)),
+        sentence=html.escape(settings.sentence, quote=True),
+        seed=settings.seed, heads=settings.heads, d_model=settings.d_model,
+        max_d_model=MAX_D_MODEL,
+        vocab_buttons="".join(f'<button type="button" class="word" disabled>{html.escape(w)}</button>'
+                              for w in VOCAB),
+        pyodide_url=html.escape(pyodide_url, quote=True),
+    )
+    (out / "index.html").write_text(page, encoding="utf-8")
+    written.append(out / "index.html")
+    return written
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = _Parser(prog="python -m mha_lists.site",
+                     description="Build the static web page of the whole trace into OUTDIR.")
+    parser.add_argument("outdir", help="folder to write index.html and its files into (created if missing)")
+    parser.add_argument("--pyodide-url", default=PYODIDE_URL,
+                        help=f"folder URL holding pyodide.mjs, absolute or relative to the page (default: {PYODIDE_URL})")
+    args = parser.parse_args(argv)
+    written = build_site(args.outdir, args.pyodide_url)
+    print(f"wrote {len(written)} files to {args.outdir}; open {pathlib.Path(args.outdir) / 'index.html'} "
+          "through a web server (python -m http.server -d OUTDIR)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
