@@ -122,6 +122,13 @@ def trace_items(args: argparse.Namespace) -> list[Union[str, Table]]:
     items.append(Table("W_O", ex.weights.W_O, [f"c{j}" for j in range(h * d_k)], dims))
     items.append("")
     items.append(Table("output", trace.output, ex.tokens, dims))
+    # For the projector: when every table fits 80 columns, the one long line of sizes and
+    # settings is split in two, so nothing is wider than 80. (Wider tables keep it whole.)
+    header = items.index(f"{sizes} {settings}")
+    widest = max(len(line) for item in items if isinstance(item, Table)
+                 for line in format_table(item, args.digits).split("\n"))
+    if len(items[header]) > WIDTH and widest <= WIDTH:
+        items[header:header + 1] = [sizes, settings]
     return items
 
 
@@ -133,16 +140,8 @@ def format_table(table: Table, digits: int = 4) -> str:
 
 def render(args: argparse.Namespace) -> str:
     """The whole trace as one string (what main prints); bad settings raise the library's own error."""
-    items = trace_items(args)
-    lines = [item if isinstance(item, str) else format_table(item, args.digits) for item in items]
-    text = "\n".join(lines) + "\n"
-    # For the projector: when every table fits 80 columns, the one long line of sizes and
-    # settings (items[3]) is split in two at its comma, so nothing is wider than 80.
-    header = items[3]
-    if len(header) > WIDTH and max(len(line) for line in text.split("\n") if line != header) <= WIDTH:
-        sizes, settings = header.split(", seed = ", 1)
-        text = text.replace(header + "\n", f"{sizes},\nseed = {settings}\n", 1)
-    return text
+    lines = [item if isinstance(item, str) else format_table(item, args.digits) for item in trace_items(args)]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Optional[list[str]] = None) -> int:
