@@ -8,6 +8,7 @@ Each helper takes ``func`` (the public function the user called) and ``name``
 ===========================  ===============================================
 check_matrix, check_vector   rectangular lists of numbers (finite, if asked)
 check_positive_int           sizes and counts: 1, 2, 3, ...
+check_bool                   a switch: True or False
 check_number                 one real number (finite, positive, if asked)
 check_same_shapes            a list of matrices that must all have one shape
 all_finite, too_large         a sum or product that overflowed float64
@@ -141,6 +142,13 @@ def check_int(func: str, name: str, value: object) -> int:
     """Check for an int (a seed, an index); True and 1.0 are refused; return it."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{func}: {name} must be an int, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def check_bool(func: str, name: str, value: object) -> bool:
+    """Check a switch: True or False, not 1 or "yes"; return it."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{func}: {name} must be True or False, got {value!r}")
     return value
 
 

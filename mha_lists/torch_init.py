@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import random
 
-from .checks import ShapeError, check_int, check_number, check_positive_int
+from .checks import ShapeError, check_bool, check_int, check_number, check_positive_int
 from .matrix import Matrix, Vector, split_heads
 from .weights import MHAWeights, derive_rng
 
@@ -131,8 +131,7 @@ def torch_mha_weights(d_model: int, num_heads: int, *, seed: int, bias: bool = F
     check_positive_int(func, "d_model", d_model)
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
-    if not isinstance(bias, bool):
-        raise TypeError(f"{func}: bias must be True or False, got {bias!r}")
+    check_bool(func, "bias", bias)
     if d_model % num_heads:
         raise ShapeError(
             f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "

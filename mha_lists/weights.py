@@ -21,6 +21,7 @@ from typing import NamedTuple, Optional
 
 from .checks import (
     ShapeError,
+    check_bool,
     check_int,
     check_matrix,
     check_number,
@@ -149,8 +150,7 @@ def init_mha_weights(
     check_positive_int(func, "d_model", d_model)
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
-    if not isinstance(bias, bool):
-        raise TypeError(f"{func}: bias must be True or False, got {bias!r}")
+    check_bool(func, "bias", bias)
     check_number(func, "std", std, positive=True)
     if d_k is None or d_v is None:
         if d_model % num_heads:
