@@ -30,8 +30,10 @@ def stage(content: pathlib.Path) -> None:
     (content / "mha_lists").mkdir(parents=True)
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copyfile(notebook, content / notebook.name)
-    for source in sorted((ROOT / "mha_lists").glob("*.py")):
-        shutil.copyfile(source, content / "mha_lists" / source.name)
+    for source in sorted((ROOT / "mha_lists").rglob("*.py")):
+        target = content / "mha_lists" / source.relative_to(ROOT / "mha_lists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
 
 
 def main(argv: list[str]) -> int:

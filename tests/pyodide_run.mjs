@@ -2,12 +2,12 @@
 //
 //   node tests/pyodide_run.mjs FOLDER < code.py
 //
-// FOLDER's notebooks (*.ipynb) and module (mha_lists/*.py) are written into Pyodide's
+// FOLDER's notebooks (*.ipynb) and module (mha_lists/**.py) are written into Pyodide's
 // file system at /work, as the web page writes the module and as a JupyterLite site
 // serves both; the code runs there (working directory /work, importable) and whatever
 // it prints is this script's output. Exit code 1 if the code raises.
 import { readFileSync, readdirSync, existsSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { loadPyodide } from "pyodide";
 
 const folder = process.argv[2];
@@ -19,7 +19,9 @@ for (const name of readdirSync(folder).filter((n) => n.endsWith(".ipynb"))) {
   pyodide.FS.writeFile(`/work/${name}`, readFileSync(join(folder, name), "utf8"));
 }
 if (existsSync(join(folder, "mha_lists"))) {
-  for (const name of readdirSync(join(folder, "mha_lists")).filter((n) => n.endsWith(".py"))) {
+  const files = readdirSync(join(folder, "mha_lists"), { recursive: true }).filter((n) => n.endsWith(".py"));
+  for (const name of files) {  // "__init__.py", "core/matrix.py", ...
+    pyodide.FS.mkdirTree(dirname(`/work/mha_lists/${name}`));
     pyodide.FS.writeFile(`/work/mha_lists/${name}`, readFileSync(join(folder, "mha_lists", name), "utf8"));
   }
 }

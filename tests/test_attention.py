@@ -9,10 +9,10 @@ from mha_lists import (MHAWeights, ShapeError, attention_trace, causal_mask, com
                        concat_heads, init_mha_weights, matmul,
                        multi_head_attention, padding_mask, running_example,
                        softmax, softmax_rows, split_heads)
-from mha_lists.masks import length_mask
-from mha_lists.multi_head import kv_head_for
-from mha_lists.scores_to_weights import entropy
-from mha_lists.weights import derive_rng
+from mha_lists.core.softmax_and_masks import length_mask
+from mha_lists.core.attention import kv_head_for
+from mha_lists.core.softmax_and_masks import entropy
+from mha_lists.teaching.weights import derive_rng
 
 # === An independent forward pass: explicit loops, builtin arithmetic, no shared code ===
 
@@ -362,7 +362,7 @@ def test_nothing_is_mutated():
 # === One head: attention(Q, K, V), the formula ===
 
 from mha_lists import attention  # noqa: E402
-from mha_lists.cost import MultiplyAddCounter, multiply_adds  # noqa: E402
+from mha_lists.teaching.cost import MultiplyAddCounter, multiply_adds  # noqa: E402
 
 
 def test_one_head_attention_by_hand():

@@ -1,4 +1,4 @@
-"""LayerNorm and dropout (mha_lists/block.py): hand cases, invariants, bad input."""
+"""LayerNorm and dropout (mha_lists/teaching/block.py): hand cases, invariants, bad input."""
 
 import copy
 import math
@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from mha_lists import ShapeError, add, multi_head_attention, running_example
-from mha_lists.block import LAYER_NORM_EPS, dropout, layer_norm
+from mha_lists.teaching.block import LAYER_NORM_EPS, dropout, layer_norm
 
 # === LayerNorm: small cases by hand ===
 

@@ -65,15 +65,16 @@ def commands(text, prefix):
             yield shlex.split(line.split("#")[0].split(">")[0])
 
 
-@pytest.mark.parametrize("argv", [*commands(GUIDE, "python -m mha_lists.worksheet"),
-                                  *commands(README, "python -m mha_lists.worksheet")], ids=" ".join)
+@pytest.mark.parametrize("argv", [*commands(GUIDE, "python -m mha_lists.tools.worksheet"),
+                                  *commands(README, "python -m mha_lists.tools.worksheet")], ids=" ".join)
 def test_worksheet_commands_of_the_guide_and_readme_run(argv):
     result = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stderr == "" and result.stdout
 
 
 def test_every_public_name_of_the_classroom_modules_is_in_the_readme():
-    from mha_lists import exercises, paper, worksheet
+    from mha_lists.teaching import paper
+    from mha_lists.tools import exercises, worksheet
     for module in (paper, worksheet, exercises):
         for name in module.__all__:
             assert f"`{name}" in README, f"{module.__name__}.{name} is not in the README's API table"

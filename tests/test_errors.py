@@ -10,10 +10,12 @@ import pytest
 
 import mha_lists
 from mha_lists import ShapeError
-from mha_lists import block, checks, cost, decoding, display, example, masks, matrix, multi_head, one_head
-from mha_lists import torch_init
-from mha_lists import scores_to_weights as softmax_module
-from mha_lists import gradients, strided, training, weights
+from mha_lists.core import attention as multi_head
+from mha_lists.core import attention as one_head
+from mha_lists.core import checks, gradients, matrix
+from mha_lists.core import softmax_and_masks as masks
+from mha_lists.core import softmax_and_masks as softmax_module
+from mha_lists.teaching import block, cost, decoding, display, example, strided, torch_init, training, weights
 
 NAN, INF = math.nan, math.inf
 GOOD_W = weights.init_mha_weights(4, 2, seed=0)

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from mha_lists.exercises import CODE_STUB, CheckFailed, check_close, score, student_copy, write_student_copies
+from mha_lists.tools.exercises import CODE_STUB, CheckFailed, check_close, score, student_copy, write_student_copies
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXERCISES = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
@@ -214,7 +214,7 @@ def test_check_close_allows_the_tolerance_and_no_more(capsys):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "mha_lists.exercises", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", *args], cwd=ROOT,
                           capture_output=True, text=True, encoding="utf-8")
 
 

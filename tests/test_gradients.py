@@ -6,7 +6,7 @@ import math
 import pytest
 
 from mha_lists import MHAWeights, ShapeError, causal_mask, init_mha_weights, multi_head_attention, padding_mask
-from mha_lists.gradients import (
+from mha_lists.core.gradients import (
     attention_backward,
     attention_backward_trace,
     column_sums,
@@ -15,7 +15,7 @@ from mha_lists.gradients import (
     softmax_jacobian,
     sum_matrices,
 )
-from mha_lists.weights import derive_rng
+from mha_lists.teaching.weights import derive_rng
 
 # === Hand-worked cases ===
 

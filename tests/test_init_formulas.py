@@ -9,7 +9,7 @@ import random
 import pytest
 
 from mha_lists import init_mha_weights
-from mha_lists.weights import derive_rng, init_matrix
+from mha_lists.teaching.weights import derive_rng, init_matrix
 
 
 def uniform(rng, rows, cols, a):

@@ -61,8 +61,9 @@ def test_the_site_holds_every_notebook_and_the_module(lite_site):
     assert len(notebooks) >= 14
     for notebook in notebooks:
         assert (lite_site / "files" / notebook.name).read_bytes() == notebook.read_bytes()
-    for source in sorted((ROOT / "mha_lists").glob("*.py")):
-        assert (lite_site / "files" / "mha_lists" / source.name).read_bytes() == source.read_bytes()
+    for source in sorted((ROOT / "mha_lists").rglob("*.py")):
+        relative = source.relative_to(ROOT / "mha_lists")
+        assert (lite_site / "files" / "mha_lists" / relative).read_bytes() == source.read_bytes()
     assert (lite_site / "lab" / "index.html").exists() and (lite_site / "notebooks" / "index.html").exists()
     listing = json.loads((lite_site / "api" / "contents" / "all.json").read_text(encoding="utf-8"))
     assert {n.name for n in notebooks} <= {entry["name"] for entry in listing["content"]}
@@ -73,7 +74,7 @@ def test_the_site_carries_the_module_as_a_wheel_for_piplite(lite_site):
     assert "mha-lists" in index or "mha_lists" in index
     (wheel,) = (lite_site / "pypi").glob("mha_lists-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "mha_lists/__init__.py" in names and "mha_lists/site_files/index.html" in names
+    assert "mha_lists/__init__.py" in names and "mha_lists/tools/site_files/index.html" in names
 
 
 def test_every_notebook_runs_on_the_kernels_python_and_prints_the_stored_output(lite_site):

@@ -7,9 +7,9 @@ import pytest
 
 from mha_lists import (ShapeError, add, add_row, concat_heads, dot, matmul, scale, shape,
                        split_heads, transpose)
-from mha_lists.matrix import split_rows
-from mha_lists.bench import textbook_matmul
-from mha_lists.weights import derive_rng
+from mha_lists.core.matrix import split_rows
+from mha_lists.tools.bench import textbook_matmul
+from mha_lists.teaching.weights import derive_rng
 
 
 def test_shape_counts_rows_then_columns():

@@ -10,7 +10,12 @@ import random
 import pytest
 
 from mha_lists import ShapeError, init_mha_weights, multi_head_attention
-from mha_lists import masks, matrix, multi_head, one_head, scores_to_weights, weights
+from mha_lists.core import attention as multi_head
+from mha_lists.core import attention as one_head
+from mha_lists.core import matrix
+from mha_lists.core import softmax_and_masks as masks
+from mha_lists.core import softmax_and_masks as scores_to_weights
+from mha_lists.teaching import weights
 
 NAN, INF = math.nan, math.inf
 FUNCTIONS = {
@@ -329,9 +334,9 @@ def test_d_k_and_d_v_together_lift_the_divisibility_rule():
 
 # === Small functions, their edges ===
 
-from mha_lists.masks import combine_masks, length_mask, padding_mask  # noqa: E402
-from mha_lists.matrix import split_rows  # noqa: E402
-from mha_lists.scores_to_weights import entropy  # noqa: E402
+from mha_lists.core.softmax_and_masks import combine_masks, length_mask, padding_mask  # noqa: E402
+from mha_lists.core.matrix import split_rows  # noqa: E402
+from mha_lists.core.softmax_and_masks import entropy  # noqa: E402
 
 
 def test_split_rows_walks_down_the_rows():
@@ -367,7 +372,7 @@ def test_entropy_of_a_certain_row_is_plain_zero():
 
 
 def test_init_defaults_std_and_n_layer():
-    from mha_lists.weights import derive_rng
+    from mha_lists.teaching.weights import derive_rng
     w = init_mha_weights(4, 2, seed=3, init="normal")
     rng = derive_rng(3, "W_Q/head0")
     assert w.W_Q[0] == [[rng.gauss(0.0, 0.02) for _ in range(2)] for _ in range(4)]  # std defaults to 0.02

@@ -1,4 +1,4 @@
-"""Attention on paper (mha_lists.paper) and the per-student worksheets (mha_lists.worksheet).
+"""Attention on paper (mha_lists.teaching.paper) and the per-student worksheets (mha_lists.tools.worksheet).
 
 Every answer a worksheet prints is recomputed here with plain loops, independently of the module.
 """
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mha_lists import attention_trace, softmax
-from mha_lists.paper import (
+from mha_lists.teaching.paper import (
     exp_table,
     integer_matrix,
     paper_example,
@@ -20,7 +20,7 @@ from mha_lists.paper import (
     score_differences,
     table_softmax,
 )
-from mha_lists.worksheet import MAX_QKV, MAX_SPREAD, MAX_TABLE, as_json, to_html, to_markdown, worksheet
+from mha_lists.tools.worksheet import MAX_QKV, MAX_SPREAD, MAX_TABLE, as_json, to_html, to_markdown, worksheet
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -196,7 +196,7 @@ def test_html_puts_each_student_and_each_key_on_its_own_page():
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "mha_lists.worksheet", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "mha_lists.tools.worksheet", *args], cwd=ROOT,
                           capture_output=True, text=True, encoding="utf-8")
 
 
@@ -231,7 +231,7 @@ def test_bad_arguments_give_one_line_and_exit_code_2(args, message):
 
 
 def test_the_printable_sheet_is_the_modules_own_output():
-    # After a deliberate change: python -m mha_lists.worksheet --paper --key > docs/attention-on-paper.md
+    # After a deliberate change: python -m mha_lists.tools.worksheet --paper --key > docs/attention-on-paper.md
     result = run("--paper", "--key")
     assert result.returncode == 0
     assert result.stdout == (ROOT / "docs" / "attention-on-paper.md").read_text(encoding="utf-8")
@@ -253,7 +253,7 @@ def test_paper_sheet_in_every_format():
 ])
 def test_worksheet_matches_the_stored_output_byte_for_byte(args, golden):
     # The same bytes on CPython 3.10-3.13 (.ci/run also diffs the versions against each other).
-    # After a deliberate change: python -m mha_lists.worksheet [args] > tests/golden/<file>
+    # After a deliberate change: python -m mha_lists.tools.worksheet [args] > tests/golden/<file>
     result = run(*args)
     assert result.returncode == 0 and result.stdout == (ROOT / "tests" / "golden" / golden).read_text(encoding="utf-8")
 

@@ -1,4 +1,4 @@
-"""``python -m mha_lists.site``: the page's settings, its pre-rendered numbers and the built files.
+"""``python -m mha_lists.tools.site``: the page's settings, its pre-rendered numbers and the built files.
 
 These need no browser: the pre-rendered page is read with html.parser. The page in a real
 browser, computing in Pyodide, is tests/test_site_browser.py.
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from mha_lists import running_example
-from mha_lists.site import (
+from mha_lists.tools.site import (
     MAX_D_MODEL,
     PYODIDE_URL,
     PYODIDE_VERSION,
@@ -114,7 +114,7 @@ def test_page_update_gives_html_settings_link_and_command():
 
 
 def test_build_writes_a_prerendered_page_the_module_and_its_assets(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "mha_lists.site", str(tmp_path / "out")], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.site", str(tmp_path / "out")], cwd=ROOT,
                             capture_output=True, text=True, encoding="utf-8")
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
@@ -125,7 +125,7 @@ def test_build_writes_a_prerendered_page_the_module_and_its_assets(tmp_path):
     assert (out / "style.css").exists() and (out / "page.js").exists()
     config = json.loads(re.search(r'<script id="mha-config" type="application/json">(.*?)</script>', page).group(1))
     assert config["pyodideUrl"] == PYODIDE_URL == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
-    assert "site.py" in config["moduleFiles"] and "__init__.py" in config["moduleFiles"]
+    assert "tools/site.py" in config["moduleFiles"] and "__init__.py" in config["moduleFiles"]
 
 
 def test_a_local_pyodide_url_leaves_no_other_address_in_the_site(tmp_path):
@@ -143,12 +143,12 @@ def test_pyodide_version_is_the_one_the_tests_install():
 
 def test_the_page_files_are_package_data():
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'mha_lists = ["site_files/*"]' in pyproject
-    assert {p.name for p in (ROOT / "mha_lists" / "site_files").iterdir()} == {"index.html", "style.css", "page.js"}
+    assert '"mha_lists.tools" = ["site_files/*"]' in pyproject
+    assert {p.name for p in (ROOT / "mha_lists" / "tools" / "site_files").iterdir()} == {"index.html", "style.css", "page.js"}
 
 
 def test_bad_build_arguments():
     with pytest.raises(ValueError, match="build_site: pyodide_url must be a non-empty URL"):
         build_site(pathlib.Path("unused"), " ")
-    result = subprocess.run([sys.executable, "-m", "mha_lists.site"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.site"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2 and "the following arguments are required: outdir" in result.stderr

@@ -24,7 +24,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from mha_lists.site import build_site, page_update
+from mha_lists.tools.site import build_site, page_update
 from no_install_helpers import (PYODIDE_DIR, ROOT, cli_headings, cli_tables, need, need_node_and_pyodide,
                                 run_in_pyodide)
 
@@ -59,7 +59,7 @@ PYODIDE_ARG_SETS = [
 
 RUN_CLI = """
 import contextlib, io, json
-from mha_lists.cli import main
+from mha_lists.tools.cli import main
 
 def run(argv):
     out, err = io.StringIO(), io.StringIO()

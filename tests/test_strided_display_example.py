@@ -3,9 +3,9 @@
 import pytest
 
 from mha_lists import ShapeError, attention_heatmap, format_matrix, running_example, split_heads
-from mha_lists.display import bar_chart, format_number, heatmap
-from mha_lists.example import EMBED_STD, SENTENCE, VOCAB, embed, embedding_table, encode, tokenize
-from mha_lists.strided import (contiguous, element, is_contiguous, row_major_strides, storage_index,
+from mha_lists.teaching.display import bar_chart, format_number, heatmap
+from mha_lists.teaching.example import EMBED_STD, SENTENCE, VOCAB, embed, embedding_table, encode, tokenize
+from mha_lists.teaching.strided import (contiguous, element, is_contiguous, row_major_strides, storage_index,
                                strided_merge_heads,
                                strided_split_heads, tensor, tolist,
                                transpose_dims, view)

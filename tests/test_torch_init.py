@@ -1,4 +1,4 @@
-"""PyTorch's default initialisation (mha_lists/torch_init.py): bounds by hand, draws, bad input."""
+"""PyTorch's default initialisation (mha_lists/teaching/torch_init.py): bounds by hand, draws, bad input."""
 
 import math
 import random
@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from mha_lists import ShapeError, parameter_count
-from mha_lists.torch_init import (
+from mha_lists.teaching.torch_init import (
     kaiming_uniform_bound,
     linear_bound,
     mha_in_proj_bound,
@@ -15,7 +15,7 @@ from mha_lists.torch_init import (
     torch_mha_weights,
     xavier_uniform_bound,
 )
-from mha_lists.weights import check_weights
+from mha_lists.teaching.weights import check_weights
 
 
 def entries(*matrices):

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from mha_lists import attention_trace, causal_mask
-from mha_lists.training import (
+from mha_lists.teaching.training import (
     AdamState,
     accuracy,
     adam_step,
@@ -25,7 +25,7 @@ from mha_lists.training import (
     train,
     unflatten,
 )
-from mha_lists.weights import derive_rng
+from mha_lists.teaching.weights import derive_rng
 
 
 def test_cross_entropy_by_hand():

@@ -9,10 +9,10 @@ import pytest
 from mha_lists import (ShapeError, attention_trace, causal_mask, concat_heads, decode_step,
                        init_mha_weights, multi_head_attention,
                        parameter_count, running_example)
-from mha_lists.cost import MultiplyAddCounter
-from mha_lists.decoding import KVCache
-from mha_lists.weights import INIT_SCHEMES, init_matrix
-from mha_lists.weights import derive_rng
+from mha_lists.teaching.cost import MultiplyAddCounter
+from mha_lists.teaching.decoding import KVCache
+from mha_lists.teaching.weights import INIT_SCHEMES, init_matrix
+from mha_lists.teaching.weights import derive_rng
 
 # === Parameter counts against the published figures ===
 

@@ -10,7 +10,7 @@ number agrees when printed at 4 decimals, as the notebooks print them.
 PyTorch's Linear stores weights as (d_out, d_in), so each of ours is transposed.
 Then it checks ``layer_norm`` against ``torch.nn.functional.layer_norm``, the
 survivors of ``dropout`` against ``torch.nn.functional.dropout``, and the bounds
-of ``mha_lists.torch_init`` against freshly initialised PyTorch layers.
+of ``mha_lists.teaching.torch_init`` against freshly initialised PyTorch layers.
 
 Then the backward pass: for masks, biases, cross-attention, grouped- and
 multi-query heads, d_v != d_k and a custom scale, PyTorch's autograd
@@ -29,12 +29,12 @@ import torch.nn.functional as F
 
 from mha_lists import (causal_mask, concat_heads, init_mha_weights, multi_head_attention,
                        padding_mask, running_example)
-from mha_lists.display import format_number
-from mha_lists.gradients import multi_head_attention_backward
-from mha_lists.multi_head import kv_head_for
-from mha_lists.block import dropout, layer_norm
-from mha_lists.torch_init import linear_bound, mha_in_proj_bound, xavier_uniform_bound
-from mha_lists.weights import derive_rng
+from mha_lists.teaching.display import format_number
+from mha_lists.core.gradients import multi_head_attention_backward
+from mha_lists.core.attention import kv_head_for
+from mha_lists.teaching.block import dropout, layer_norm
+from mha_lists.teaching.torch_init import linear_bound, mha_in_proj_bound, xavier_uniform_bound
+from mha_lists.teaching.weights import derive_rng
 
 torch.set_default_dtype(torch.float64)
 
@@ -214,7 +214,7 @@ def main():
 
 
 def check_block_and_init(ex):
-    """LayerNorm and dropout (mha_lists.block), and PyTorch's default bounds (mha_lists.torch_init)."""
+    """LayerNorm and dropout (mha_lists.teaching.block), and PyTorch's default bounds (mha_lists.teaching.torch_init)."""
     ok = True
     r = [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(ex.x, multi_head_attention(ex.x, ex.weights))]
     d = len(r[0])

@@ -1,4 +1,4 @@
-"""``python -m mha_lists.site OUTDIR``: the whole trace as a web page that recomputes in the browser.
+"""``python -m mha_lists.tools.site OUTDIR``: the whole trace as a web page that recomputes in the browser.
 
 The page shows what ``python -m mha_lists`` prints -- embeddings, each head's Q, K,
 V, scores, softmax weights (as heatmaps), head outputs, the concatenation, W_O and
@@ -8,7 +8,7 @@ its numbers are the CLI's by construction. ``build_site`` writes:
     OUTDIR/index.html       the page, pre-rendered for the default example (reads without JavaScript)
     OUTDIR/style.css        projector-sized and printable
     OUTDIR/page.js          loads Pyodide (CPython on WebAssembly) and recomputes on every change
-    OUTDIR/mha_lists/*.py   this module's source, written into Pyodide's file system and imported
+    OUTDIR/mha_lists/**.py  this module's source, written into Pyodide's file system and imported
 
 In the browser, ``page_update(query)`` turns the query string
 (``?seed=7&heads=4&causal=1&d_model=16&sentence=...``) into the HTML of every step,
@@ -30,8 +30,8 @@ from typing import NamedTuple, Optional, Union
 from urllib.parse import parse_qsl, urlencode
 
 from .cli import Table, trace_items
-from .display import format_number
-from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB
+from ..teaching.display import format_number
+from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB
 
 __all__ = [
     "PYODIDE_VERSION", "PYODIDE_URL", "MAX_D_MODEL", "MAX_TOKENS", "Settings", "parse_query",
@@ -43,7 +43,7 @@ PYODIDE_URL = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
 MAX_D_MODEL = 64  # the page draws every matrix; wider ones belong in the CLI
 MAX_TOKENS = 16
 SITE_FILES = pathlib.Path(__file__).resolve().parent / "site_files"
-MODULE_DIR = pathlib.Path(__file__).resolve().parent
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent  # mha_lists/
 
 _TRUE = ("1", "true", "on", "yes")
 _FALSE = ("0", "false", "off", "no", "")
@@ -263,7 +263,8 @@ def page_update(query: str) -> str:
 # === Building the site ===
 
 def _module_files() -> list[str]:
-    return sorted(path.name for path in MODULE_DIR.glob("*.py"))
+    """The package's .py files, as paths relative to mha_lists/ ("core/matrix.py")."""
+    return sorted(path.relative_to(PACKAGE_DIR).as_posix() for path in PACKAGE_DIR.rglob("*.py"))
 
 
 def _json_for_script(value: object) -> str:
@@ -280,10 +281,10 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
     if not pyodide_url.endswith("/"):
         pyodide_url += "/"
     out = pathlib.Path(outdir)
-    (out / "mha_lists").mkdir(parents=True, exist_ok=True)
     written = []
     for name in _module_files():
-        shutil.copyfile(MODULE_DIR / name, out / "mha_lists" / name)
+        (out / "mha_lists" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PACKAGE_DIR / name, out / "mha_lists" / name)
         written.append(out / "mha_lists" / name)
     for name in ("style.css", "page.js"):
         shutil.copyfile(SITE_FILES / name, out / name)
@@ -314,7 +315,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = _Parser(prog="python -m mha_lists.site",
+    parser = _Parser(prog="python -m mha_lists.tools.site",
                      description="Build the static web page of the whole trace into OUTDIR.")
     parser.add_argument("outdir", help="folder to write index.html and its files into (created if missing)")
     parser.add_argument("--pyodide-url", default=PYODIDE_URL,

@@ -80,16 +80,16 @@ async function loadPython() {
   const base = new URL(config.pyodideUrl, document.baseURI).href;
   const { loadPyodide } = await import(base + "pyodide.mjs");
   const pyodide = await loadPyodide({ indexURL: base });
-  pyodide.FS.mkdirTree(MODULE_DIR + "/mha_lists");
-  for (const name of config.moduleFiles) {
+  for (const name of config.moduleFiles) {  // "core/matrix.py", ...
+    pyodide.FS.mkdirTree(`${MODULE_DIR}/mha_lists/${name}`.replace(/\/[^/]*$/, ""));
     const response = await fetch(new URL("mha_lists/" + name, document.baseURI));
     if (!response.ok) throw new Error(`could not load mha_lists/${name} (${response.status})`);
     pyodide.FS.writeFile(`${MODULE_DIR}/mha_lists/${name}`, await response.text());
   }
-  pyodide.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(MODULE_DIR)})\nimport mha_lists.site`);
+  pyodide.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(MODULE_DIR)})\nimport mha_lists.tools.site`);
   pythonVersion = pyodide.runPython(
     "import sys, platform\n'CPython %d.%d.%d (%s, Pyodide)' % (*sys.version_info[:3], platform.machine())");
-  update = pyodide.pyimport("mha_lists.site").page_update;
+  update = pyodide.pyimport("mha_lists.tools.site").page_update;
 }
 
 function enableControls() {

@@ -45,15 +45,15 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
-from .checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_vector,
-                     reported_as)
+from ..core.checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_vector, reported_as)
 from .example import EMBED_STD, Example
-from .gradients import column_sums, multi_head_attention_backward
-from .masks import causal_mask
-from .matrix import Matrix, Vector, add_row, matmul, transpose
-from .multi_head import attention_trace, multi_head_attention
-from .scores_to_weights import softmax
-from .weights import MHAWeights, derive_rng, init_matrix, init_mha_weights
+from ..core.gradients import column_sums, multi_head_attention_backward
+from ..core.softmax_and_masks import causal_mask
+from ..core.matrix import Matrix, Vector, add_row, matmul, transpose
+from ..core.attention import attention_trace, multi_head_attention
+from ..core.softmax_and_masks import softmax
+from ..core.attention import MHAWeights
+from .weights import derive_rng, init_matrix, init_mha_weights
 
 __all__ = [
     "LETTERS", "Model", "model_from_example", "init_model", "make_sequences", "targets", "forward", "ForwardPass",

@@ -4,8 +4,8 @@ The exercise notebooks (``notebooks/exercises/NN_*.ipynb``, NN = the core notebo
 nbgrader's format: a solution cell (code between ``### BEGIN SOLUTION`` and ``### END SOLUTION``)
 followed by a locked check cell worth some points, whose one or two lines call ``check_close``.
 
-    python -m mha_lists.exercises student-copies student-copies/      # solutions removed
-    python -m mha_lists.exercises score graded/*.ipynb                 # points per notebook
+    python -m mha_lists.tools.exercises student-copies student-copies/      # solutions removed
+    python -m mha_lists.tools.exercises score graded/*.ipynb                 # points per notebook
 
 ``student-copies`` writes what nbgrader's ``generate_assignment`` would hand out: every
 solution region replaced by ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` (the stub
@@ -43,7 +43,7 @@ __all__ = ["CheckFailed", "check_close", "student_copy", "write_student_copies",
 
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
-EXERCISES = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "exercises"
+EXERCISES = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "exercises"
 
 
 class CheckFailed(AssertionError):
@@ -111,11 +111,11 @@ def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     >>> check_close("q", [[1.0, 2.5]], [[1.0, 2.0]])
     Traceback (most recent call last):
     ...
-    mha_lists.exercises.CheckFailed: q[0][1] is off by 0.5 (too large; the tolerance is 1e-09)
+    mha_lists.tools.exercises.CheckFailed: q[0][1] is off by 0.5 (too large; the tolerance is 1e-09)
     >>> check_close("q", [[1.0], [2.0]], [[1.0, 2.0]])
     Traceback (most recent call last):
     ...
-    mha_lists.exercises.CheckFailed: q has 2 rows; it should have 1 (a 1x2 matrix)
+    mha_lists.tools.exercises.CheckFailed: q has 2 rows; it should have 1 (a 1x2 matrix)
     """
     if not isinstance(name, str):
         raise TypeError(f"check_close: name must be a str, got {type(name).__name__}")
@@ -262,7 +262,7 @@ def score(nb: dict) -> Score:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="python -m mha_lists.exercises",
+    parser = OneLineErrorParser(prog="python -m mha_lists.tools.exercises",
                      description="Student copies of the exercise notebooks, and their points.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineErrorParser)
     copies = sub.add_parser("student-copies", help="write the notebooks with every solution removed")

@@ -12,7 +12,7 @@ import math
 from itertools import product
 from typing import NamedTuple
 
-from .checks import ShapeError, check_int, check_positive_int, reported_as
+from ..core.checks import ShapeError, check_int, check_positive_int, reported_as
 
 __all__ = ["Strided", "tensor", "view", "transpose_dims", "contiguous", "is_contiguous", "tolist", "element",
            "storage_index", "row_major_strides", "strided_split_heads", "strided_merge_heads"]

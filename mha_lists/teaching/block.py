@@ -23,8 +23,8 @@ import math
 import random
 from typing import Optional
 
-from .checks import ShapeError, all_finite, check_matrix, check_number, check_vector, too_large
-from .matrix import Matrix, Vector
+from ..core.checks import ShapeError, all_finite, check_matrix, check_number, check_vector, too_large
+from ..core.matrix import Matrix, Vector
 
 __all__ = ["layer_norm", "dropout", "LAYER_NORM_EPS"]
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from .checks import ShapeError, check_int, check_number, check_rows, check_vector, is_number, reported_as
+from ..core.checks import (ShapeError, check_int, check_number, check_rows, check_vector, is_number, reported_as)
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart", "show",
            "Heatmap", "BarChart"]

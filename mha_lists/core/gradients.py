@@ -42,13 +42,13 @@ from operator import mul
 from typing import NamedTuple, Optional
 
 from .checks import ShapeError, check_matrix, check_vector, describe, reported_as
-from .masks import Mask, apply_mask, check_mask
+from .softmax_and_masks import Mask, apply_mask, check_mask
 from .matrix import Matrix, Vector, concat_heads, matmul, split_heads, transpose
 from .matrix import scale as scale_matrix  # the name ``scale`` is the attention scale here
-from .multi_head import AttentionTrace, attention_trace, check_inputs, kv_head_for
-from .one_head import default_scale
-from .scores_to_weights import softmax_rows
-from .weights import Dims, MHAWeights
+from .attention import AttentionTrace, attention_trace, check_inputs, kv_head_for
+from .attention import default_scale
+from .softmax_and_masks import softmax_rows
+from .attention import Dims, MHAWeights
 
 __all__ = [
     "softmax_backward", "softmax_jacobian", "column_sums", "sum_matrices",

@@ -39,8 +39,8 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .matrix import Matrix, Vector, matmul, transpose
-from .weights import MHAWeights
+from ..core.matrix import Matrix, Vector, matmul, transpose
+from ..core.attention import MHAWeights
 
 __all__ = [
     "PAPER_TOKENS", "PAPER_FEATURES", "PAPER_HEADS", "PAPER_STORY", "PaperExample", "paper_example", "raw_scores",

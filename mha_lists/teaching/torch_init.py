@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 import random
 
-from .checks import ShapeError, check_bool, check_int, check_number, check_positive_int
-from .matrix import Matrix, Vector, split_heads
-from .weights import MHAWeights, derive_rng
+from ..core.checks import ShapeError, check_bool, check_int, check_number, check_positive_int
+from ..core.matrix import Matrix, Vector, split_heads
+from ..core.attention import MHAWeights
+from .weights import derive_rng
 
 __all__ = [
     "kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha_in_proj_bound",

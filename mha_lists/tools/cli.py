@@ -11,11 +11,11 @@ import argparse
 import sys
 from typing import NamedTuple, Optional, Union
 
-from .masks import causal_mask
-from .multi_head import attention_trace
-from .display import format_matrix
-from .example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
-from .matrix import Matrix
+from ..core.softmax_and_masks import causal_mask
+from ..core.attention import attention_trace
+from ..teaching.display import format_matrix
+from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
+from ..core.matrix import Matrix
 
 
 WIDTH = 80  # columns of a projector-friendly terminal
@@ -80,7 +80,7 @@ def trace_items(args: argparse.Namespace) -> list[Union[str, Table]]:
     """The whole trace as a list of lines and Tables, in print order (``render`` joins them).
 
     ``args`` needs sentence, seed, heads, d_model and causal (what ``build_parser`` gives).
-    Bad settings raise the library's own error. The web page (``mha_lists.site``) draws
+    Bad settings raise the library's own error. The web page (``mha_lists.tools.site``) draws
     the same items, so its numbers are the CLI's.
     """
     ex = running_example(sentence=args.sentence, d_model=args.d_model, num_heads=args.heads, seed=args.seed)

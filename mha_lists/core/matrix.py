@@ -20,17 +20,7 @@ from itertools import chain, repeat
 from operator import mul
 from typing import Union
 
-from .checks import (
-    ShapeError,
-    all_finite,
-    check_rows,
-    check_matrix,
-    check_number,
-    check_positive_int,
-    check_vector,
-    describe,
-    too_large,
-)
+from .checks import (ShapeError, all_finite, check_rows, check_matrix, check_number, check_positive_int, check_vector, describe, too_large)
 
 Number = Union[int, float]
 Vector = list[float]
@@ -95,7 +85,7 @@ def matmul(A: Matrix, B: Matrix) -> Matrix:
 
     Entry ``[i][j]`` is row i of A times column j of B: ``fsum(A[i][t] * B[t][j])``,
     the same products and the same correctly rounded sums as the textbook triple
-    loop, about twice as fast (``python -m mha_lists.bench``) for two reasons:
+    loop, about twice as fast (``python -m mha_lists.tools.bench``) for two reasons:
     B's columns are read once, and ``map`` multiplies in C. Entries must be
     finite ints or floats (a masked -inf score is never multiplied: softmax
     turns it into 0.0 first).

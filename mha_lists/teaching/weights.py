@@ -19,45 +19,13 @@ import math
 import random
 from typing import NamedTuple, Optional
 
-from .checks import (
-    ShapeError,
-    check_bool,
-    check_int,
-    check_matrix,
-    check_number,
-    check_positive_int,
-    check_same_shapes,
-    check_vector,
-)
-from .matrix import Matrix, Vector
+from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_positive_int, check_same_shapes, check_vector)
+from ..core.attention import MHAWeights, check_weights
+from ..core.matrix import Matrix, Vector
 
-__all__ = ["MHAWeights", "Dims", "INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng",
-           "parameter_count", "check_weights"]
+__all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count"]
 
 INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2")
-
-
-class MHAWeights(NamedTuple):
-    """Weights of one multi-head attention layer (see the module docstring for shapes)."""
-
-    W_Q: list[Matrix]  # one (d_model, d_k) matrix per query head
-    W_K: list[Matrix]  # one (d_model, d_k) matrix per key/value head
-    W_V: list[Matrix]  # one (d_model, d_v) matrix per key/value head
-    W_O: Matrix  # (num_heads * d_v, d_model)
-    b_Q: Optional[list[Vector]] = None  # one (d_k,) vector per query head
-    b_K: Optional[list[Vector]] = None  # one (d_k,) vector per key/value head
-    b_V: Optional[list[Vector]] = None  # one (d_v,) vector per key/value head
-    b_O: Optional[Vector] = None  # (d_model,)
-
-
-class Dims(NamedTuple):
-    """The sizes a set of weights implies."""
-
-    d_model: int
-    num_heads: int
-    num_kv_heads: int
-    d_k: int
-    d_v: int
 
 
 def derive_rng(seed: int, name: str) -> random.Random:
@@ -191,56 +159,7 @@ def init_mha_weights(
     )
 
 
-# === Checking and counting ===
-
-
-def _check_biases(func: str, name: str, biases: object, count: int, width: int) -> None:
-    if biases is None:
-        return
-    if not isinstance(biases, (list, tuple)) or len(biases) != count:
-        n = len(biases) if isinstance(biases, (list, tuple)) else type(biases).__name__
-        raise ShapeError(f"{func}: weights.{name} has {n} vectors; it needs one per head ({count})")
-    for h, b in enumerate(biases):
-        if check_vector(func, f"weights.{name}[{h}]", b, finite=True) != width:
-            raise ShapeError(
-                f"{func}: weights.{name}[{h}] has {len(b)} entries; it must have {width} "
-                f"(the width of that head)"
-            )
-
-
-def check_weights(func: str, weights: object) -> Dims:
-    """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes."""
-    if not isinstance(weights, MHAWeights):
-        raise TypeError(f"{func}: weights must be an MHAWeights, got {type(weights).__name__}")
-    h, d_model, d_k = check_same_shapes(func, "weights.W_Q", weights.W_Q, finite=True)
-    g, d_model_k, d_k_k = check_same_shapes(func, "weights.W_K", weights.W_K, finite=True)
-    g_v, d_model_v, d_v = check_same_shapes(func, "weights.W_V", weights.W_V, finite=True)
-    if (d_model_k, d_k_k) != (d_model, d_k):
-        raise ShapeError(
-            f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_k}x{d_k_k}; "
-            "queries and keys must have the same width d_k to be multiplied"
-        )
-    if g_v != g or d_model_v != d_model:
-        raise ShapeError(
-            f"{func}: W_K has {g} heads of {d_model}x{d_k} but W_V has {g_v} heads of "
-            f"{d_model_v}x{d_v}; keys and values need the same number of heads and d_model rows"
-        )
-    if h % g:
-        raise ShapeError(
-            f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
-        )
-    rows, cols = check_matrix(func, "weights.W_O", weights.W_O, finite=True)
-    if (rows, cols) != (h * d_v, d_model):
-        raise ShapeError(
-            f"{func}: W_O is {rows}x{cols}; it must be (num_heads * d_v) x d_model = "
-            f"{h * d_v}x{d_model} ({h} heads of width {d_v})"
-        )
-    _check_biases(func, "b_Q", weights.b_Q, h, d_k)
-    _check_biases(func, "b_K", weights.b_K, g, d_k)
-    _check_biases(func, "b_V", weights.b_V, g, d_v)
-    if weights.b_O is not None and check_vector(func, "weights.b_O", weights.b_O, finite=True) != d_model:
-        raise ShapeError(f"{func}: weights.b_O has {len(weights.b_O)} entries; it must have d_model = {d_model}")
-    return Dims(d_model, h, g, d_k, d_v)
+# === Counting ===
 
 
 def parameter_count(weights: MHAWeights) -> int:

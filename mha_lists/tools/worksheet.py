@@ -1,10 +1,10 @@
 """Per-student worksheets: one small integer attention problem per student, with its answer key.
 
-    python -m mha_lists.worksheet --student 7                      # student 7's sheet, Markdown
-    python -m mha_lists.worksheet --student 7 --key                # ... with every answer
-    python -m mha_lists.worksheet --students 1-30 --key --format html > class.html
-    python -m mha_lists.worksheet --student 7 --format json        # for your own tools
-    python -m mha_lists.worksheet --paper --key                    # the example of notebook 00a
+    python -m mha_lists.tools.worksheet --student 7                      # student 7's sheet, Markdown
+    python -m mha_lists.tools.worksheet --student 7 --key                # ... with every answer
+    python -m mha_lists.tools.worksheet --students 1-30 --key --format html > class.html
+    python -m mha_lists.tools.worksheet --student 7 --format json        # for your own tools
+    python -m mha_lists.tools.worksheet --paper --key                    # the example of notebook 00a
 
 Student N's problem is drawn from a generator of its own, ``derive_rng(N, "worksheet")``,
 so the same N prints the same bytes on every machine and every CPython, and different
@@ -38,11 +38,12 @@ from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
 from .cli import OneLineErrorParser
-from .display import format_matrix, format_number
-from .matrix import Matrix
-from .multi_head import AttentionTrace, attention_trace
-from .weights import MHAWeights, derive_rng
-from .paper import PAPER_STORY, ExpRow, exp_table, integer_matrix, paper_example, raw_scores, score_differences
+from ..teaching.display import format_matrix, format_number
+from ..core.matrix import Matrix
+from ..core.attention import AttentionTrace, attention_trace
+from ..core.attention import MHAWeights
+from ..teaching.weights import derive_rng
+from ..teaching.paper import (PAPER_STORY, ExpRow, exp_table, integer_matrix, paper_example, raw_scores, score_differences)
 
 __all__ = ["Worksheet", "worksheet", "paper_worksheet", "as_json", "to_markdown", "to_html", "SENTENCES", "SHAPES"]
 
@@ -150,7 +151,7 @@ def worksheet(student: int) -> Worksheet:
 
 
 def paper_worksheet() -> Worksheet:
-    """The hand-chosen example of notebook 00a (``mha_lists.paper``) as a worksheet.
+    """The hand-chosen example of notebook 00a (``mha_lists.teaching.paper``) as a worksheet.
 
     >>> ws = paper_worksheet()
     >>> ws.student, ws.tokens, [row.d for row in ws.table]
@@ -261,7 +262,7 @@ def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
            f"Sentence: **{' '.join(toks)}**. {_facts(ws)}.", ""]
     if ws.student is None:
         out += [PAPER_STORY, "",
-                "To print it: `python -m mha_lists.worksheet --paper --format html > paper.html` "
+                "To print it: `python -m mha_lists.tools.worksheet --paper --format html > paper.html` "
                 "(add `--key` for the answers, on a page of their own). The answers are also at the "
                 "end of this page: cover them until you have your own.", ""]
     out += ["## Given", "", _block(ws.x, "X", toks, dims), ""]
@@ -452,7 +453,7 @@ def _students(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="python -m mha_lists.worksheet",
+    parser = OneLineErrorParser(prog="python -m mha_lists.tools.worksheet",
                      description="Print one student's attention-on-paper worksheet (or a whole class's).")
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--student", type=_student, metavar="N", help="the student's number N: the problem is seeded from N")

@@ -105,7 +105,7 @@ def check_matrix(func: str, name: str, M: object, *, finite: bool = False) -> tu
     >>> check_matrix("demo", "A", [[1, 2], [3]])
     Traceback (most recent call last):
     ...
-    mha_lists.checks.ShapeError: demo: A is ragged: row 0 has 2 entries but row 1 has 1; every row must have the same length
+    mha_lists.core.checks.ShapeError: demo: A is ragged: row 0 has 2 entries but row 1 has 1; every row must have the same length
     """
     shape_ = check_rows(func, name, M)
     # Fast path in C for the usual case: every entry an int or a float and, if

@@ -1,4 +1,4 @@
-"""``python -m mha_lists.bench``: how fast is pure-Python attention?
+"""``python -m mha_lists.tools.bench``: how fast is pure-Python attention?
 
 Measures, on this machine (numbers vary between machines and runs; nothing
 here is asserted by the test suite):
@@ -30,10 +30,11 @@ import math
 import time
 from collections.abc import Callable
 
-from .gradients import multi_head_attention_backward
-from .multi_head import kv_head_for, multi_head_attention
-from .matrix import Matrix, matmul
-from .weights import MHAWeights, derive_rng, init_mha_weights
+from ..core.gradients import multi_head_attention_backward
+from ..core.attention import kv_head_for, multi_head_attention
+from ..core.matrix import Matrix, matmul
+from ..core.attention import MHAWeights
+from ..teaching.weights import derive_rng, init_mha_weights
 
 
 def textbook_matmul(A: Matrix, B: Matrix, total: Callable = sum) -> Matrix:
@@ -183,7 +184,7 @@ def max_difference(A: list, B: list) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mha_lists.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mha_lists.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the best counts (default 3)")
     args = parser.parse_args(argv)
 

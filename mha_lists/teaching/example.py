@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, reported_as
-from .matrix import Matrix
-from .weights import MHAWeights, derive_rng, init_mha_weights
+from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, reported_as
+from ..core.matrix import Matrix
+from ..core.attention import MHAWeights
+from .weights import derive_rng, init_mha_weights
 
 __all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
            "running_example", "tokenize", "encode", "embedding_table", "embed"]

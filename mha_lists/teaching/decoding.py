@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from .checks import ShapeError, check_matrix, check_vector, reported_as
-from .matrix import Matrix, Vector, concat_heads
-from .multi_head import kv_head_for, linear, project_heads
-from .one_head import attention, default_scale
-from .weights import Dims, MHAWeights, check_weights
+from ..core.checks import ShapeError, check_matrix, check_vector, reported_as
+from ..core.matrix import Matrix, Vector, concat_heads
+from ..core.attention import kv_head_for, linear, project_heads
+from ..core.attention import attention, default_scale
+from ..core.attention import Dims, MHAWeights, check_weights
 
 __all__ = ["decode_step", "KVCache"]
 

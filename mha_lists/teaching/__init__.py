@@ -1,0 +1,16 @@
+"""Around the formula: the examples the notebooks use, how to show them, and the
+topics beyond one layer. Imports the core, never the tools.
+
+=========================  ====================================================
+example.py                 the running example: a sentence, embeddings, weights
+paper.py                   attention on paper (notebook 00a): small integers
+weights.py                 drawing weights: init_mha_weights, init schemes
+display.py                 printing matrices, heatmaps, bar charts
+strided.py                 a tensor as a flat list + shape + strides
+cost.py                    counting multiply-adds as products run
+torch_init.py              PyTorch's default initialisation
+block.py                   LayerNorm and dropout, around attention
+decoding.py                one token at a time: the KV cache
+training.py                a toy model that learns (cross-entropy, Adam)
+=========================  ====================================================
+"""
