@@ -112,9 +112,10 @@ def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -
             f"{func}: W_O is {rows}x{cols}; it must be (num_heads * d_v) x d_model = "
             f"{h * d_v}x{d_model} ({h} heads of width {d_v})"
         )
-    _check_biases(func, "b_Q", weights.b_Q, h, d_k)
-    _check_biases(func, "b_K", weights.b_K, g, d_k)
-    _check_biases(func, "b_V", weights.b_V, g, d_v)
+    for label, biases, count, width in (("b_Q", weights.b_Q, h, d_k), ("b_K", weights.b_K, g, d_k),
+                                        ("b_V", weights.b_V, g, d_v)):
+        if biases is not None:
+            _check_biases(func, label, biases, count, width)
     if weights.b_O is not None and check_vector(func, "weights.b_O", weights.b_O, finite=True) != d_model:
         raise ShapeError(f"{func}: weights.b_O has {len(weights.b_O)} entries; it must have d_model = {d_model}")
     return Dims(d_model, h, g, d_k, d_v)
@@ -149,7 +150,7 @@ def attention_steps(Q: Matrix, K: Matrix, V: Matrix, *, mask: Optional[Mask] = N
     >>> steps.scores, steps.weights, steps.output
     ([[0.0, 0.0]], [[0.5, 0.5]], [[2.0, 1.0]])
     """
-    c = default_scale(len(K[0]), scale)
+    c = 1 / math.sqrt(len(K[0])) if scale is None else scale  # default_scale, written out
     scores = apply_mask(matrix.scale(matmul(Q, transpose(K)), c), mask)  # Q K^T / sqrt(d_k); -inf where masked
     weights = softmax_rows(scores)  # each row positive, adding up to 1; a masked key gets exactly 0.0
     return Head(scores, weights, matmul(weights, V))  # each row a weighted average of V's rows

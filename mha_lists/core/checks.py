@@ -349,13 +349,37 @@ def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = 
 
         @functools.wraps(fn)
         def door(*args: Any, **kwargs: Any) -> Any:
-            if _inside[0]:  # called by a checked function: its arguments are trusted
-                if not finite_result:
-                    return fn(*args, **kwargs)
+            caller = _inside[0]  # the checked function running now, if any: then the arguments are trusted
+            if caller is None:
+                check(args, kwargs)
+                _inside[0] = func
+            try:
                 result = fn(*args, **kwargs)
-                if not _finite(result if finite_result is True else finite_result(result)):
-                    raise too_large(_inside[0])  # under the name of the function the learner called
-                return result
+            except OverflowError as error:  # fsum's running total, or math.exp, left float64's range
+                if caller is not None:
+                    raise
+                raise too_large(func) from error
+            except ValueError as error:  # fsum met inf - inf: two overflowed terms
+                if caller is not None or "fsum" not in str(error):
+                    raise
+                raise too_large(func) from error
+            finally:
+                if caller is None:
+                    _inside[0] = None
+            if finite_result:  # inf or nan in a result: the arithmetic overflowed
+                part = result if finite_result is True else finite_result(result)
+                if type(part) is list and part and type(part[0]) is list:  # a matrix: the test runs in C
+                    try:
+                        finite = all(map(math.isfinite, chain.from_iterable(part)))
+                    except OverflowError:  # an int too large for a float
+                        finite = False
+                else:
+                    finite = _finite(part)
+                if not finite:
+                    raise too_large(caller or func)  # under the name of the function the learner called
+            return result
+
+        def check(args: tuple, kwargs: dict) -> None:
             try:
                 arguments = signature.bind(*args, **kwargs)
             except TypeError as error:
@@ -387,24 +411,10 @@ def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = 
                         sizes[size] = n
                         first[size] = (rule.name, found, axis)
                     elif n != want:
-                        raise ShapeError(_disagree(func, why.get(rule.name) or why.get(size), first.get(size), rule.name,
-                                                   found, axis, n, want, sizes))
+                        raise ShapeError(_disagree(func, why.get(rule.name) or why.get(size), first.get(size),
+                                                   rule.name, found, axis, n, want, sizes))
             if also is not None:
                 also(func, values, sizes)
-            _inside[0] = func
-            try:
-                result = fn(*args, **kwargs)
-            except OverflowError as error:  # fsum's running total, or math.exp, left float64's range
-                raise too_large(func) from error
-            except ValueError as error:
-                if "fsum" not in str(error):
-                    raise
-                raise too_large(func) from error  # fsum met inf - inf: two overflowed terms
-            finally:
-                _inside[0] = None
-            if finite_result and not _finite(result if finite_result is True else finite_result(result)):
-                raise too_large(func)
-            return result
 
         door.contract = contract  # what the door checks, for readers and tools
         return door
@@ -419,7 +429,7 @@ def _finite(result: Any) -> bool:
             return math.isfinite(result)
         if not isinstance(result[0], list):
             return all(map(math.isfinite, result))
-        return all(all(map(math.isfinite, row)) for row in result)
+        return all(map(math.isfinite, chain.from_iterable(result)))
     except OverflowError:  # an int too large for a float
         return False
 

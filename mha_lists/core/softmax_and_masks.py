@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import chain
 from typing import Optional
 
 from .checks import ShapeError, check_int, check_positive_int, check_rows, check_vector, checked, describe, kind
@@ -27,39 +28,40 @@ __all__ = ["Mask", "causal_mask", "padding_mask", "length_mask", "combine_masks"
 # === Masks ===
 
 
-def check_mask(func: str, name: str, mask: object, shape: Optional[tuple[int, int]] = None) -> tuple[int, int]:
+@kind("mask", ("queries", "keys"))
+def check_mask(func: str, name: str, mask: object, shape: Optional[tuple] = None) -> tuple[int, int]:
     """Check a rectangular list of rows of True/False (of ``shape``, if given); return its shape.
 
     With a ``shape`` (queries, keys) the mask is about to be used, so every row
-    must also allow at least one key.
+    must also allow at least one key. It is the "mask T T_k" kind of ``checked``,
+    which gives the shape once both sizes are known.
     """
-    rows, cols = check_rows(func, name, mask, what="True/False")
-    for i, row in enumerate(mask):
-        for j, value in enumerate(row):
-            if not isinstance(value, bool):
-                raise TypeError(
-                    f"{func}: {name}[{i}][{j}] is {value!r}; mask entries must be True "
-                    "(may attend) or False (masked)"
-                )
-    if shape is None:
+    # The usual case, tested in C: a list of lists of one width, every entry True or False.
+    if (type(mask) is list and mask and set(map(type, mask)) == {list} and len(set(map(len, mask))) == 1
+            and mask[0] and set(map(type, chain.from_iterable(mask))) == {bool}):
+        rows, cols = len(mask), len(mask[0])
+    else:  # find the problem and name it
+        rows, cols = check_rows(func, name, mask, what="True/False")
+        for i, row in enumerate(mask):
+            for j, value in enumerate(row):
+                if not isinstance(value, bool):
+                    raise TypeError(
+                        f"{func}: {name}[{i}][{j}] is {value!r}; mask entries must be True "
+                        "(may attend) or False (masked)"
+                    )
+    if shape is None or None in shape:
         return rows, cols
-    if (rows, cols) != shape:
+    if (rows, cols) != tuple(shape):
         raise ShapeError(
             f"{func}: {name} is {describe((rows, cols))}; it must be (queries, keys) = {describe(shape)}"
         )
-    for i, row in enumerate(mask):
-        if not any(row):
-            raise ValueError(
-                f"{func}: {name} row {i} is all False, so query {i} may attend to no key; "
-                "every query needs at least one key"
-            )
+    if not all(map(any, mask)):
+        i = next(i for i, row in enumerate(mask) if not any(row))
+        raise ValueError(
+            f"{func}: {name} row {i} is all False, so query {i} may attend to no key; "
+            "every query needs at least one key"
+        )
     return rows, cols
-
-
-@kind("mask", ("queries", "keys"))
-def _mask_kind(func: str, name: str, mask: object, expected: tuple) -> tuple[int, int]:
-    """The "mask T T_k" kind of ``checked``: a mask of the expected (queries, keys) once both are known."""
-    return check_mask(func, name, mask, expected if None not in expected else None)
 
 
 @checked(seq_len="positive int")
@@ -171,14 +173,6 @@ def _scores(func: str, rows: Sequence[Sequence[float]], name: str) -> None:
             )
 
 
-def _one_row(v: Sequence[float]) -> Vector:
-    """softmax of one row: e^(s_j - max) / sum of them."""
-    top = max(v)
-    exps = [math.exp(x - top) for x in v]
-    total = math.fsum(exps)
-    return [e / total for e in exps]
-
-
 @checked(v="vector n", also=lambda func, arguments, sizes: _scores(func, [arguments["v"]], "v"))
 def softmax(v: Vector) -> Vector:
     """Turn scores (n,) into weights (n,) that are positive and add up to 1.
@@ -191,7 +185,7 @@ def softmax(v: Vector) -> Vector:
     >>> softmax([1000.0, 1000.0, float("-inf")])
     [0.5, 0.5, 0.0]
     """
-    return _one_row(v)
+    return softmax_rows([v])[0]
 
 
 @checked(M="matrix n m", also=lambda func, arguments, sizes: _scores(func, arguments["M"], "M"))
@@ -201,7 +195,13 @@ def softmax_rows(M: Matrix) -> Matrix:
     >>> softmax_rows([[0.0, 0.0], [0.0, float("-inf")]])
     [[0.5, 0.5], [1.0, 0.0]]
     """
-    return [_one_row(row) for row in M]
+    weights = []
+    for row in M:
+        top = max(row)  # subtracting it changes nothing in exact arithmetic, and keeps exp from overflowing
+        exps = [math.exp(s - top) for s in row]  # a masked key's -inf becomes exp(-inf) = 0.0
+        total = math.fsum(exps)
+        weights.append([e / total for e in exps])
+    return weights
 
 
 def _weights_not_negative(func: str, arguments: dict, sizes: dict) -> None:
