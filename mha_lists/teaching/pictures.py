@@ -136,6 +136,14 @@ def _arrow(x1: float, y1: float, x2: float, y2: float, *, colour: str = "#000000
     ]
 
 
+def _label_beyond(x0: float, y0: float, x: float, y: float, label: str, **style: str) -> str:
+    """A label just past the tip (x, y) of an arrow from (x0, y0), anchored so it reads away from the arrow."""
+    length = math.hypot(x - x0, y - y0)
+    ux, uy = ((x - x0) / length, (y - y0) / length) if length else (0.7, 0.7)
+    anchor = "start" if ux > 0.3 else "end" if ux < -0.3 else "middle"
+    return _text(x + ux * 16, y + uy * 16 + 4, label, anchor=anchor, **style)
+
+
 def _check_labels(func: str, name: str, labels: object, count: Optional[int] = None) -> list[str]:
     if not isinstance(labels, (list, tuple)) or not all(isinstance(s, str) for s in labels):
         raise TypeError(f"{func}: {name} must be a list of str, got {labels!r}")
@@ -317,10 +325,11 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
     row_h, top, left_x, right_x = 26.0, 62.0, 150.0, 410.0
     spread = min(6.0, 24.0 / H)  # each head's lines start a little apart, so overlaid heads stay visible
     rows = max(T, T_k)
-    legend_y = top + rows * row_h + 12
-    legend_cols = 4
-    height = legend_y + 20 * math.ceil(H / legend_cols) + 8
     width = 560.0
+    legend_y = top + rows * row_h + 12
+    slot = 50 + 6.5 * max(len(name) for name in names)  # one legend entry, sample and name
+    legend_cols = max(1, min(4, int((width - 20) // slot)))
+    height = legend_y + 20 * math.ceil(H / legend_cols) + 8
     heading = title if title is not None else "Who reads whom: attention weights as lines"
     body = [_text(width / 2, 22, heading, anchor="middle", size=14, weight="bold"),
             _text(left_x, 46, "query (reads)", anchor="end", size=11, fill="#555555"),
@@ -409,8 +418,7 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
             'stroke="#bbbbbb"/>',
             f'<line x1="{_n(cx)}" y1="{_n(cy - size / 2 + 10)}" x2="{_n(cx)}" y2="{_n(cy + size / 2 - 10)}" '
             'stroke="#bbbbbb"/>']
-    qx, qy = at(q)
-    body += _arrow(cx, cy, qx, qy, colour="#0072B2", width=6, head=14)  # under the keys, so a key on it shows
+    body += _arrow(cx, cy, *at(q), colour="#0072B2", width=6, head=14)  # under the keys, so a key on it shows
     # Keys at the same point share one label.
     groups: dict[tuple[float, float], list[int]] = {}
     for j, k in enumerate(K):
@@ -423,12 +431,16 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
         if won:
             body.append(f'<circle cx="{_n(x)}" cy="{_n(y)}" r="9" fill="none" stroke="{colour}" stroke-width="2"/>')
         label = ", ".join(keys[j] for j in js) + f": q·k = {_value(scores[js[0]])}" + ("  ★ wins" if won else "")
-        lx = x + (12 if x >= cx else -12)
-        body.append(_text(lx, y + (16 if y >= cy else -8), label, anchor="start" if x >= cx else "end",
-                          weight="bold" if won else "normal", fill=colour))
-    body.append(_text(qx + (10 if qx >= cx else -10), qy + (-10 if qy <= cy else 18),
-                      f"q ({tokens[query]}) = ({_value(q[0])}, {_value(q[1])})",
-                      anchor="start" if qx >= cx else "end", weight="bold", fill="#0072B2"))
+        body.append(_label_beyond(cx, cy, x, y, label, weight="bold" if won else "normal", fill=colour))
+    # The query's label sits beside the middle of its arrow, away from the keys' labels at the tips.
+    qx, qy = at(q)
+    length = math.hypot(qx - cx, qy - cy) or 1.0
+    nx, ny = -(qy - cy) / length, (qx - cx) / length  # a unit normal to the query arrow
+    if nx < 0 or (nx == 0 and ny > 0):
+        nx, ny = -nx, -ny
+    mx, my = (cx + qx) / 2 + nx * 14, (cy + qy) / 2 + ny * 14 + 4
+    body.append(_text(mx, my, f"q ({tokens[query]}) = ({_value(q[0])}, {_value(q[1])})",
+                      anchor="start" if nx > 0.3 else "middle", weight="bold", fill="#0072B2"))
     body.append(_text(10, height - 10, "thick blue arrow: the query; thin dashed: keys; ringed ★: the largest q·k",
                       size=11, fill="#333333"))
     text = (f"{func}: query {tokens[query]} = ({_value(q[0])}, {_value(q[1])}); q·k: "
