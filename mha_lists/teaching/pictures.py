@@ -93,6 +93,10 @@ def _value(x: float) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _esc(text: str) -> str:
     return html.escape(str(text), quote=True)
 
@@ -322,8 +326,8 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
         raise TypeError(f"{func}: title must be a str, got {title!r}")
 
     T, T_k, H = len(tokens), len(keys), len(mats)
-    row_h, top, left_x, right_x = 26.0, 62.0, 150.0, 410.0
-    spread = min(6.0, 24.0 / H)  # each head's lines start a little apart, so overlaid heads stay visible
+    row_h, top, left_x, right_x = 32.0, 62.0, 150.0, 410.0
+    spread = min(8.0, 28.0 / H)  # each head's lines start a little apart, so overlaid heads stay visible
     rows = max(T, T_k)
     width = 560.0
     legend_y = top + rows * row_h + 12
@@ -345,13 +349,16 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
                 y1, y2 = top + i * row_h + offset, top + j * row_h + offset
                 body.append(
                     f'<line x1="{_n(left_x + 8)}" y1="{_n(y1)}" x2="{_n(right_x - 8)}" y2="{_n(y2)}" '
-                    f'stroke="{colour}" stroke-width="{_n(max(0.1, 6 * w))}" stroke-opacity="{0.25 + 0.75 * w:.2f}"'
+                    f'stroke="{colour}" stroke-width="{_n(max(0.1, 9 * w))}" stroke-opacity="{0.25 + 0.75 * w:.2f}"'
                     f'{dash_attr} data-head="{h}" data-query="{i}" data-key="{j}" data-weight="{w:.4f}">'
                     f"<title>{_esc(names[h])}: {_esc(tokens[i])} reads {_esc(keys[j])}, weight {w:.2f}</title></line>")
     for i, token in enumerate(tokens):
         body.append(_text(left_x, top + i * row_h + 4, token, anchor="end"))
     for j, token in enumerate(keys):
         body.append(_text(right_x, top + j * row_h + 4, token, anchor="start"))
+        if T == 1 and H == 1:  # one query: write each weight beside its key, the shares of a weighted sum
+            body.append(_text(right_x + 12 + 7 * max(map(len, keys)), top + j * row_h + 4, f"{mats[0][0][j]:.2f}",
+                              anchor="start", size=11, fill=HEAD_STYLES[0][0]))
     for h, name in enumerate(names):
         colour, dash = HEAD_STYLES[h]
         x = 20 + (h % legend_cols) * (width - 20) / legend_cols
@@ -361,7 +368,8 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
                     f'stroke-width="3"{dash_attr}/>')
         body.append(_text(x + 40, y + 4, name, size=11))
 
-    lines = [f"{func}: {T} queries, {T_k} keys, {H} head{'s' if H != 1 else ''}; the key each query reads most:"]
+    lines = [f"{func}: {_count(T, 'query', 'queries')}, {_count(T_k, 'key', 'keys')}, {_count(H, 'head', 'heads')}; "
+             "the key each query reads most:"]
     for name, M in zip(names, mats):
         best = [f"{tokens[i]} -> {keys[max(range(T_k), key=row.__getitem__)]} {max(row):.2f}" for i, row in enumerate(M)]
         lines.append(f"  {name}: " + ", ".join(best))
