@@ -68,6 +68,16 @@ def test_each_head_has_its_own_colour_and_dash_and_a_legend():
     assert len({dash for _, dash in HEAD_STYLES[:5]}) == 5, "neighbouring heads differ in dash, not only colour"
 
 
+def test_many_heads_get_a_panel_each_with_every_line():
+    ex = running_example(num_heads=16)
+    weights = attention_trace(ex.x, ex.weights).attention
+    root = parse(attention_lines(ex.tokens, weights))
+    assert len(weight_lines(root)) == sum(1 for A in weights for row in A for w in row if w > 0)
+    labels = texts(root)
+    assert all(f"head {h}" in labels for h in range(16))
+    assert labels.count("<BOS>") == 2 * 16, "each panel labels its queries and keys"
+
+
 def test_token_labels_are_escaped_and_present():
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
