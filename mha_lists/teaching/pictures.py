@@ -34,9 +34,9 @@ from ..core.matrix import Matrix, Vector
 from .example import Example, running_example
 
 __all__ = ["Picture", "pipeline", "attention_lines", "query_key_arrows", "line_chart", "HEAD_STYLES",
-           "MAX_TOKENS", "MAX_HEADS", "MAX_POINTS"]
+           "MAX_TOKENS", "MAX_HEADS", "OVERLAY_HEADS", "MAX_POINTS"]
 
-MAX_TOKENS = 32  # queries or keys in one attention_lines picture
+MAX_TOKENS = 32  # tokens (queries or keys) in one picture
 MAX_HEADS = 16  # heads in one attention_lines picture
 OVERLAY_HEADS = 4  # up to this many heads share one panel; more get a panel each
 MAX_POINTS = 10_000  # values in one line_chart
@@ -177,6 +177,9 @@ def pipeline(ex: Example) -> Picture:
     func = "pipeline"
     if not isinstance(ex, Example):
         raise TypeError(f"{func}: ex must be the running example (ex = running_example(...)), got {type(ex).__name__}")
+    if ex.seq_len > MAX_TOKENS:
+        raise ShapeError(f"{func}: the sentence has {ex.seq_len} tokens; at most {MAX_TOKENS} fit in one picture "
+                         "(MAX_TOKENS)")
     trace = attention_trace(ex.x, ex.weights)
     T, d_model, H, d_k, d_v = ex.seq_len, ex.d_model, ex.num_heads, ex.d_k, ex.d_v
     T_k = len(trace.K[0])
@@ -202,7 +205,7 @@ def pipeline(ex: Example) -> Picture:
         body.append(_text(x + w / 2, y + h / 2 + 11, shape, anchor="middle", size=10))
 
     body.append(_text(left, 20, "tokens: " + " ".join(ex.tokens), size=12))
-    headers = [("X = embeddings", ""), (f"× W_Q, W_K, W_V", f"each {d_model}×{d_k}"), ("Q Kᵀ / √" + str(d_k), "scores"),
+    headers = [("X = embeddings", ""), ("× W_Q, W_K, W_V", f"each {d_model}×{d_k}"), ("Q Kᵀ / √" + str(d_k), "scores"),
                ("softmax by row", "weights"), ("weights × V", "head output"), ("concatenate", "the heads"),
                ("× W_O", wo_shape)]
     for x, (line1, line2) in zip(cols, headers):
@@ -446,7 +449,11 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
             raise ShapeError(f"{func}: {name} is {describe((rows, d))}; the picture is a plane, so it needs d_k = 2 "
                              f"(two columns), got {d}")
     tokens = _check_labels(func, "tokens", tokens, T)
+    if key_tokens is None and T_k != T:
+        raise ShapeError(f"{func}: K has {T_k} rows but there are {T} tokens; give key_tokens, one per row of K")
     keys = tokens if key_tokens is None else _check_labels(func, "key_tokens", key_tokens, T_k)
+    if T_k > MAX_TOKENS:
+        raise ShapeError(f"{func}: K has {T_k} keys; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
     if not 0 <= check_int(func, "query", query) < T:
         raise IndexError(f"{func}: query is {query}; it must be a query row from 0 to {T - 1}")
     if title is not None and not isinstance(title, str):
