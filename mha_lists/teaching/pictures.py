@@ -235,7 +235,8 @@ def pipeline(ex: Example) -> Picture:
         body += _arrow(cols[2] + box_w, lane_mid, cols[3] - 2, lane_mid, colour=colour, dash=dash)
         grid = 54.0
         body += _grid(cols[3] + (box_w - grid) / 2, lane_mid - grid / 2 - 4, trace.attention[h], size=grid,
-                      colour=colour)
+                      colour=colour, label=lambda i, j, w, h=h: f"head {h}: {ex.tokens[i]} reads {ex.tokens[j]}, "
+                                                                  f"weight {w:.2f}")
         body += _arrow(cols[3] + (box_w + grid) / 2, lane_mid, cols[4] - 2, lane_mid, colour=colour, dash=dash)
         # V goes below the weights to the head output: weights x V.
         v_y, turn_x = q_y[2] + box_h / 2, cols[4] + box_w / 2
@@ -258,8 +259,9 @@ def _sub(h: int) -> str:
     return str(h).translate(_SUBSCRIPTS)
 
 
-def _grid(x: float, y: float, M: Matrix, *, size: float, colour: str) -> list[str]:
-    """A matrix of weights in [0, 1] as a square of cells whose opacity is the weight."""
+def _grid(x: float, y: float, M: Matrix, *, size: float, colour: str, label) -> list[str]:
+    """A matrix of weights in [0, 1] as a square of cells whose opacity is the weight; ``label(i, j, w)`` is
+    each cell's tooltip."""
     n, m = len(M), len(M[0])
     cw, ch = size / m, size / n
     out = [f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(size)}" height="{_n(size)}" fill="#ffffff" stroke="#333333"/>']
@@ -267,7 +269,7 @@ def _grid(x: float, y: float, M: Matrix, *, size: float, colour: str) -> list[st
         for j, w in enumerate(row):
             if w > 0:
                 out.append(f'<rect x="{_n(x + j * cw)}" y="{_n(y + i * ch)}" width="{_n(cw)}" height="{_n(ch)}" '
-                           f'fill="{colour}" fill-opacity="{w:.2f}"/>')
+                           f'fill="{colour}" fill-opacity="{w:.2f}"><title>{_esc(label(i, j, w))}</title></rect>')
     return out
 
 
