@@ -349,6 +349,38 @@ def test_an_answer_copied_from_the_visible_checks_fails_the_hidden_ones():
     assert result.failed["03_score_check"].startswith("CheckFailed: score on a hidden example")
 
 
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_every_hidden_check_asks_about_inputs_the_visible_check_never_shows(path, capsys):
+    """Whatever table of visible inputs and answers a learner copies, the hidden check asks something else."""
+    namespace, calls = {"__name__": "__main__"}, {}
+
+    def recorded(name, function):
+        def wrapper(*args):
+            calls[name][phase].add(repr(args))
+            return function(*args)
+        return wrapper
+
+    for cell in load(path)["cells"]:
+        meta = nbgrader(cell) or {}
+        if cell["cell_type"] != "code":
+            continue
+        if meta.get("grade"):
+            full = source(cell)
+            phase, name = "visible", solved
+            exec(_clear_hidden(full, "test"), namespace)
+            phase = "hidden"
+            exec(full[full.index("### BEGIN HIDDEN TESTS"):], namespace)
+            assert calls[name]["visible"] and calls[name]["hidden"], name
+            assert not calls[name]["hidden"] & calls[name]["visible"], f"{name}: a hidden input is also a visible one"
+            continue
+        exec(source(cell), namespace)
+        if meta.get("solution"):
+            solved = re.match(r"def (\w+)\(", source(cell)).group(1)
+            calls[solved] = {"visible": set(), "hidden": set()}
+            namespace[solved] = recorded(solved, namespace[solved])
+    assert len(calls) == len(exercise_pairs(load(path)))
+
+
 def test_an_extra_cell_cannot_replace_the_checks():
     fake = "def check_close(*args, **kwargs):\n    print('correct')"
     result = score(tampered(insert_before("04_my_softmax_check", code_cell(fake)), WRONG), TEACHER_04)

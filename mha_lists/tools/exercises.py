@@ -22,8 +22,9 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
    out. A check cell that is missing (deleted, or its ``grade_id`` edited), duplicated, turned
    into another cell type, moved away from its exercise, or whose source differs by one
    character, is worth 0 points, with that reason (nbgrader's checksums catch the same);
-2. it runs the notebook's code cells top to bottom in a fresh Python process, the check cells
-   replaced by the teacher's (hidden tests included), outputs stored in the file ignored;
+2. it runs the notebook's code cells top to bottom in a fresh Python process (plain Python: a
+   line of IPython magic is a SyntaxError in its own cell), the check cells replaced by the
+   teacher's (hidden tests included); outputs stored in the file are ignored;
 3. a check cell earns its points when it runs without an error and ``check_close`` is still
    the module's own. Anything else is 0 points, with the error's first line as the reason.
 
