@@ -68,11 +68,21 @@ def test_each_head_has_its_own_colour_and_dash_and_a_legend():
     assert len({dash for _, dash in HEAD_STYLES[:5]}) == 5, "neighbouring heads differ in dash, not only colour"
 
 
+def test_many_heads_get_a_panel_each_with_every_line():
+    ex = running_example(num_heads=16)
+    weights = attention_trace(ex.x, ex.weights).attention
+    root = parse(attention_lines(ex.tokens, weights))
+    assert len(weight_lines(root)) == sum(1 for A in weights for row in A for w in row if w > 0)
+    labels = texts(root)
+    assert all(f"head {h}" in labels for h in range(16))
+    assert labels.count("<BOS>") == 2 * 16, "each panel labels its queries and keys"
+
+
 def test_token_labels_are_escaped_and_present():
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
     picture = attention_lines(ex.tokens, trace.attention)
-    assert "&lt;BOS&gt;" in picture.svg and "<BOS>" not in picture.svg.replace("<BOS> ", "")
+    assert "&lt;BOS&gt;" in picture.svg and "<BOS>" not in picture.svg
     assert texts(parse(picture)).count("<BOS>") == 2  # once per column
 
 
@@ -154,6 +164,8 @@ def test_keys_at_the_same_point_share_a_label_and_ties_all_win():
     ([[1, 2]], [[1, 2]], ["a"], 1, IndexError, "query_key_arrows: query is 1; it must be a query row from 0 to 0"),
     ([[1, 2]], [[1, 2]], ["a", "b"], 0, ShapeError, "tokens has 2 entries; it needs one per row \\(1\\)"),
     ([[1, 2]], [[1, 2]], ["a"], True, TypeError, "query must be an int"),
+    ([[1, 2]], [[1, 2], [3, 4]], ["a"], 0, ShapeError, "K has 2 rows but there are 1 tokens; give key_tokens"),
+    ([[1, 2]], [[1, 2]] * (MAX_TOKENS + 1), ["a"], 0, ShapeError, "key_tokens"),
 ])
 def test_query_key_arrows_errors(Q, K, tokens, query, error, message):
     with pytest.raises(error, match=message):
@@ -218,9 +230,12 @@ def test_pipeline_draws_the_weights_it_computes():
     assert cells == pytest.approx(expected, abs=0.006)
 
 
-def test_pipeline_wants_the_example():
+def test_pipeline_wants_the_example_and_a_sentence_that_fits():
     with pytest.raises(TypeError, match="pipeline: ex must be the running example"):
         pipeline([[1.0]])
+    long = running_example(sentence=" ".join(["I"] * (MAX_TOKENS + 1)))
+    with pytest.raises(ShapeError, match=f"pipeline: the sentence has {MAX_TOKENS + 1} tokens; at most {MAX_TOKENS}"):
+        pipeline(long)
 
 
 # === The picture object and the committed file ===
@@ -258,3 +273,9 @@ def test_the_command(tmp_path):
     assert run.returncode == 0 and out.read_text(encoding="utf-8") == pipeline(running_example()).svg + "\n"
     bad = subprocess.run([sys.executable, "-m", "mha_lists.teaching.pictures"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_query_key_arrows_has_a_size_limit():
+    keys = [f"k{j}" for j in range(MAX_TOKENS + 1)]
+    with pytest.raises(ShapeError, match=f"query_key_arrows: K has {MAX_TOKENS + 1} keys; at most {MAX_TOKENS}"):
+        query_key_arrows([[1, 0]], [[1, 0]] * (MAX_TOKENS + 1), ["q"], query=0, key_tokens=keys)

@@ -34,10 +34,11 @@ from ..core.matrix import Matrix, Vector
 from .example import Example, running_example
 
 __all__ = ["Picture", "pipeline", "attention_lines", "query_key_arrows", "line_chart", "HEAD_STYLES",
-           "MAX_TOKENS", "MAX_HEADS", "MAX_POINTS"]
+           "MAX_TOKENS", "MAX_HEADS", "OVERLAY_HEADS", "MAX_POINTS"]
 
-MAX_TOKENS = 32  # queries or keys in one attention_lines picture
+MAX_TOKENS = 32  # tokens (queries or keys) in one picture
 MAX_HEADS = 16  # heads in one attention_lines picture
+OVERLAY_HEADS = 4  # up to this many heads share one panel; more get a panel each
 MAX_POINTS = 10_000  # values in one line_chart
 
 # One (colour, dash pattern) per head. The colours are Okabe and Ito's, told apart by most
@@ -176,6 +177,9 @@ def pipeline(ex: Example) -> Picture:
     func = "pipeline"
     if not isinstance(ex, Example):
         raise TypeError(f"{func}: ex must be the running example (ex = running_example(...)), got {type(ex).__name__}")
+    if ex.seq_len > MAX_TOKENS:
+        raise ShapeError(f"{func}: the sentence has {ex.seq_len} tokens; at most {MAX_TOKENS} fit in one picture "
+                         "(MAX_TOKENS)")
     trace = attention_trace(ex.x, ex.weights)
     T, d_model, H, d_k, d_v = ex.seq_len, ex.d_model, ex.num_heads, ex.d_k, ex.d_v
     T_k = len(trace.K[0])
@@ -201,7 +205,7 @@ def pipeline(ex: Example) -> Picture:
         body.append(_text(x + w / 2, y + h / 2 + 11, shape, anchor="middle", size=10))
 
     body.append(_text(left, 20, "tokens: " + " ".join(ex.tokens), size=12))
-    headers = [("X = embeddings", ""), (f"× W_Q, W_K, W_V", f"each {d_model}×{d_k}"), ("Q Kᵀ / √" + str(d_k), "scores"),
+    headers = [("X = embeddings", ""), ("× W_Q, W_K, W_V", f"each {d_model}×{d_k}"), ("Q Kᵀ / √" + str(d_k), "scores"),
                ("softmax by row", "weights"), ("weights × V", "head output"), ("concatenate", "the heads"),
                ("× W_O", wo_shape)]
     for x, (line1, line2) in zip(cols, headers):
@@ -231,7 +235,8 @@ def pipeline(ex: Example) -> Picture:
         body += _arrow(cols[2] + box_w, lane_mid, cols[3] - 2, lane_mid, colour=colour, dash=dash)
         grid = 54.0
         body += _grid(cols[3] + (box_w - grid) / 2, lane_mid - grid / 2 - 4, trace.attention[h], size=grid,
-                      colour=colour)
+                      colour=colour, label=lambda i, j, w, h=h: f"head {h}: {ex.tokens[i]} reads {ex.tokens[j]}, "
+                                                                  f"weight {w:.2f}")
         body += _arrow(cols[3] + (box_w + grid) / 2, lane_mid, cols[4] - 2, lane_mid, colour=colour, dash=dash)
         # V goes below the weights to the head output: weights x V.
         v_y, turn_x = q_y[2] + box_h / 2, cols[4] + box_w / 2
@@ -254,8 +259,9 @@ def _sub(h: int) -> str:
     return str(h).translate(_SUBSCRIPTS)
 
 
-def _grid(x: float, y: float, M: Matrix, *, size: float, colour: str) -> list[str]:
-    """A matrix of weights in [0, 1] as a square of cells whose opacity is the weight."""
+def _grid(x: float, y: float, M: Matrix, *, size: float, colour: str, label) -> list[str]:
+    """A matrix of weights in [0, 1] as a square of cells whose opacity is the weight; ``label(i, j, w)`` is
+    each cell's tooltip."""
     n, m = len(M), len(M[0])
     cw, ch = size / m, size / n
     out = [f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(size)}" height="{_n(size)}" fill="#ffffff" stroke="#333333"/>']
@@ -263,7 +269,7 @@ def _grid(x: float, y: float, M: Matrix, *, size: float, colour: str) -> list[st
         for j, w in enumerate(row):
             if w > 0:
                 out.append(f'<rect x="{_n(x + j * cw)}" y="{_n(y + i * ch)}" width="{_n(cw)}" height="{_n(ch)}" '
-                           f'fill="{colour}" fill-opacity="{w:.2f}"/>')
+                           f'fill="{colour}" fill-opacity="{w:.2f}"><title>{_esc(label(i, j, w))}</title></rect>')
     return out
 
 
@@ -304,8 +310,10 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
     ``attention`` of ``attention_trace``). A line's width and opacity grow with
     the weight; a weight of 0 (a masked key) draws no line. Each head has its own
     colour and dash pattern, named in the legend (``heads``: the names, default
-    "head 0", "head 1", ...). ``key_tokens`` label the keys when they differ from
-    the queries (cross-attention). The text says where each query looks most.
+    "head 0", "head 1", ...). Up to four heads share one panel, as bertviz's head
+    view draws them; more heads get a small panel each. ``key_tokens`` label the
+    keys when they differ from the queries (cross-attention). The text says where
+    each query looks most.
 
     >>> attention_lines(["a", "b"], [[1.0, 0.0], [0.25, 0.75]])
     attention_lines: 2 queries, 2 keys, 1 head; the key each query reads most:
@@ -326,47 +334,12 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
         raise TypeError(f"{func}: title must be a str, got {title!r}")
 
     T, T_k, H = len(tokens), len(keys), len(mats)
-    row_h, top, left_x, right_x = 32.0, 62.0, 150.0, 410.0
-    spread = min(8.0, 28.0 / H)  # each head's lines start a little apart, so overlaid heads stay visible
-    rows = max(T, T_k)
-    width = 560.0
-    legend_y = top + rows * row_h + 12
-    slot = 50 + 6.5 * max(len(name) for name in names)  # one legend entry, sample and name
-    legend_cols = max(1, min(4, int((width - 20) // slot)))
-    height = legend_y + 20 * math.ceil(H / legend_cols) + 8
     heading = title if title is not None else "Who reads whom: attention weights as lines"
-    body = [_text(width / 2, 22, heading, anchor="middle", size=14, weight="bold"),
-            _text(left_x, 46, "query (reads)", anchor="end", size=11, fill="#555555"),
-            _text(right_x, 46, "key (is read)", anchor="start", size=11, fill="#555555")]
-    for h, M in enumerate(mats):
-        colour, dash = HEAD_STYLES[h]
-        offset = (h - (H - 1) / 2) * spread
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        for i, row in enumerate(M):
-            for j, w in enumerate(row):
-                if w <= 0:
-                    continue
-                y1, y2 = top + i * row_h + offset, top + j * row_h + offset
-                body.append(
-                    f'<line x1="{_n(left_x + 8)}" y1="{_n(y1)}" x2="{_n(right_x - 8)}" y2="{_n(y2)}" '
-                    f'stroke="{colour}" stroke-width="{_n(max(0.1, 9 * w))}" stroke-opacity="{0.25 + 0.75 * w:.2f}"'
-                    f'{dash_attr} data-head="{h}" data-query="{i}" data-key="{j}" data-weight="{w:.4f}">'
-                    f"<title>{_esc(names[h])}: {_esc(tokens[i])} reads {_esc(keys[j])}, weight {w:.2f}</title></line>")
-    for i, token in enumerate(tokens):
-        body.append(_text(left_x, top + i * row_h + 4, token, anchor="end"))
-    for j, token in enumerate(keys):
-        body.append(_text(right_x, top + j * row_h + 4, token, anchor="start"))
-        if T == 1 and H == 1:  # one query: write each weight beside its key, the shares of a weighted sum
-            body.append(_text(right_x + 12 + 7 * max(map(len, keys)), top + j * row_h + 4, f"{mats[0][0][j]:.2f}",
-                              anchor="start", size=11, fill=HEAD_STYLES[0][0]))
-    for h, name in enumerate(names):
-        colour, dash = HEAD_STYLES[h]
-        x = 20 + (h % legend_cols) * (width - 20) / legend_cols
-        y = legend_y + 20 * (h // legend_cols)
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        body.append(f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x + 34)}" y2="{_n(y)}" stroke="{colour}" '
-                    f'stroke-width="3"{dash_attr}/>')
-        body.append(_text(x + 40, y + 4, name, size=11))
+    if H <= OVERLAY_HEADS:
+        width, height, body = _lines_overlaid(mats, tokens, keys, names)
+    else:
+        width, height, body = _lines_panels(mats, tokens, keys, names)
+    body.insert(0, _text(width / 2, 22, heading, anchor="middle", size=14, weight="bold"))
 
     lines = [f"{func}: {_count(T, 'query', 'queries')}, {_count(T_k, 'key', 'keys')}, {_count(H, 'head', 'heads')}; "
              "the key each query reads most:"]
@@ -377,6 +350,83 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
     desc = (f"Each query token on the left has a line to each key token on the right that it reads; the line is "
             f"wider and darker for a larger attention weight. {text}")
     return Picture(_svg(width, height, heading, desc, body), text)
+
+
+def _head_lines(h: int, M: Matrix, tokens: Sequence[str], keys: Sequence[str], name: str, *, x1: float, x2: float,
+                top: float, row_h: float, offset: float, thickness: float) -> list[str]:
+    """Head h's lines from query i (at x1) to key j (at x2), one per positive weight, with a tooltip."""
+    colour, dash = HEAD_STYLES[h]
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    out = []
+    for i, row in enumerate(M):
+        for j, w in enumerate(row):
+            if w <= 0:
+                continue
+            y1, y2 = top + i * row_h + offset, top + j * row_h + offset
+            out.append(
+                f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="{colour}" '
+                f'stroke-width="{_n(max(0.1, thickness * w))}" stroke-opacity="{0.25 + 0.75 * w:.2f}"{dash_attr} '
+                f'data-head="{h}" data-query="{i}" data-key="{j}" data-weight="{w:.4f}">'
+                f"<title>{_esc(name)}: {_esc(tokens[i])} reads {_esc(keys[j])}, weight {w:.2f}</title></line>")
+    return out
+
+
+def _style_sample(h: int, x: float, y: float) -> str:
+    colour, dash = HEAD_STYLES[h]
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    return f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x + 34)}" y2="{_n(y)}" stroke="{colour}" stroke-width="3"{dash_attr}/>'
+
+
+def _lines_overlaid(mats: list[Matrix], tokens: list[str], keys: list[str], names: list[str]):
+    """A few heads in one panel, each head's lines shifted a little so that none hides another; a legend below."""
+    T, T_k, H = len(tokens), len(keys), len(mats)
+    row_h, top, left_x, right_x, width = 32.0, 62.0, 150.0, 410.0, 560.0
+    spread = min(8.0, 28.0 / H)
+    body = [_text(left_x, 46, "query (reads)", anchor="end", size=11, fill="#555555"),
+            _text(right_x, 46, "key (is read)", anchor="start", size=11, fill="#555555")]
+    for h, M in enumerate(mats):
+        body += _head_lines(h, M, tokens, keys, names[h], x1=left_x + 8, x2=right_x - 8, top=top, row_h=row_h,
+                            offset=(h - (H - 1) / 2) * spread, thickness=9.0)
+    for i, token in enumerate(tokens):
+        body.append(_text(left_x, top + i * row_h + 4, token, anchor="end"))
+    for j, token in enumerate(keys):
+        body.append(_text(right_x, top + j * row_h + 4, token, anchor="start"))
+        if T == 1 and H == 1:  # one query: write each weight beside its key, the shares of a weighted sum
+            body.append(_text(right_x + 12 + 7 * max(map(len, keys)), top + j * row_h + 4, f"{mats[0][0][j]:.2f}",
+                              anchor="start", size=11, fill=HEAD_STYLES[0][0]))
+    legend_y = top + max(T, T_k) * row_h + 12
+    slot = 50 + 6.5 * max(len(name) for name in names)  # one legend entry: a sample line and the name
+    legend_cols = max(1, min(4, int((width - 20) // slot)))
+    for h, name in enumerate(names):
+        x = 20 + (h % legend_cols) * (width - 20) / legend_cols
+        y = legend_y + 20 * (h // legend_cols)
+        body += [_style_sample(h, x, y), _text(x + 40, y + 4, name, size=11)]
+    return width, legend_y + 20 * math.ceil(H / legend_cols) + 8, body
+
+
+def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names: list[str]):
+    """Many heads: one small panel per head, four to a row, each titled with its name and line style."""
+    T, T_k, H = len(tokens), len(keys), len(mats)
+    per_row, row_h, top = 4, 15.0, 44.0
+    label_w = 6.0 * max(len(t) for t in [*tokens, *keys]) + 6
+    panel_w = 2 * label_w + 70
+    panel_h = 34 + max(T, T_k) * row_h
+    width = per_row * panel_w + 20
+    body = []
+    for h, M in enumerate(mats):
+        x0 = 10 + (h % per_row) * panel_w
+        y0 = top + (h // per_row) * panel_h
+        body += [_style_sample(h, x0 + 4, y0 + 6), _text(x0 + 44, y0 + 10, names[h], size=11, weight="bold")]
+        lines_top = y0 + 28
+        body += _head_lines(h, M, tokens, keys, names[h], x1=x0 + label_w + 4, x2=x0 + panel_w - label_w - 4,
+                            top=lines_top, row_h=row_h, offset=0.0, thickness=5.0)
+        for i, token in enumerate(tokens):
+            body.append(_text(x0 + label_w, lines_top + i * row_h + 3, token, anchor="end", size=9))
+        for j, token in enumerate(keys):
+            body.append(_text(x0 + panel_w - label_w, lines_top + j * row_h + 3, token, anchor="start", size=9))
+    body.append(_text(10, 36, "in each panel: queries (read) on the left, keys (are read) on the right", size=11,
+                      fill="#555555"))
+    return width, top + math.ceil(H / per_row) * panel_h + 8, body
 
 
 # === Queries and keys as arrows (d_k = 2) ===
@@ -401,7 +451,11 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
             raise ShapeError(f"{func}: {name} is {describe((rows, d))}; the picture is a plane, so it needs d_k = 2 "
                              f"(two columns), got {d}")
     tokens = _check_labels(func, "tokens", tokens, T)
+    if key_tokens is None and T_k != T:
+        raise ShapeError(f"{func}: K has {T_k} rows but there are {T} tokens; give key_tokens, one per row of K")
     keys = tokens if key_tokens is None else _check_labels(func, "key_tokens", key_tokens, T_k)
+    if T_k > MAX_TOKENS:
+        raise ShapeError(f"{func}: K has {T_k} keys; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
     if not 0 <= check_int(func, "query", query) < T:
         raise IndexError(f"{func}: query is {query}; it must be a query row from 0 to {T - 1}")
     if title is not None and not isinstance(title, str):
