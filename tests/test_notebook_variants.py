@@ -8,6 +8,11 @@ demonstration such as ``0.1 + 0.2 == 0.3``) must print the same True/False seque
 
     python -m pytest tests/test_notebook_variants.py            # every notebook, every variant
     python -m pytest tests/test_notebook_variants.py -k 03_     # one notebook
+    python -m pytest tests/test_notebook_variants.py -k 2-tokens  # one variant, every notebook
+    python -m pytest -m variants       # only the re-executions
+    python -m pytest -m "not variants" # everything else
+
+The re-executions carry the marker ``variants`` so that a fast run can leave them out.
 """
 
 import ast
@@ -27,6 +32,9 @@ VARIANTS = {
     "seed7-4heads": {"seed": 7, "num_heads": 4},
     "another-sentence": {"sentence": "<BOS> I like transformers like I <EOS>"},
     "3-tokens-8heads-seed123": {"sentence": "<BOS> transformers <EOS>", "num_heads": 8, "seed": 123},
+    "2-tokens": {"sentence": "<BOS> I"},
+    "16-heads-of-width-1": {"d_model": 16, "num_heads": 16},
+    "d_model24-3heads": {"d_model": 24, "num_heads": 3},
 }
 BOOL = re.compile(r"\b(True|False)\b")
 
@@ -80,6 +88,7 @@ def test_every_notebook_builds_its_example_in_one_place():
             settings_cell(nb)
 
 
+@pytest.mark.variants
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_survives_a_learners_edit(path, variant):
