@@ -1,16 +1,6 @@
-"""Shared pytest setup: which tests are the slow sweeps.
+"""Shared pytest setup.
 
-The README's test command (``python -m pytest``) leaves them out, so it finishes
-in a minute or two; ``python -m pytest -m slow`` runs them, and ``.ci/run`` does.
+Tests marked ``@pytest.mark.slow`` are the slow sweeps (each re-runs whole
+notebooks): the README's test command, ``python -m pytest``, leaves them out
+(pyproject's addopts), ``python -m pytest -m slow`` runs them, and so does .ci/run.
 """
-
-import pytest
-
-# Each of these re-runs whole notebooks (a kernel per notebook and setting).
-SLOW_FILES = {"test_notebook_variants.py"}
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if item.path.name in SLOW_FILES:
-            item.add_marker(pytest.mark.slow)

@@ -6,13 +6,12 @@ another sentence, ...) and fails when a cell raises, or when a check that prints
 with the default example prints False. A cell whose default output already shows False (a
 demonstration such as ``0.1 + 0.2 == 0.3``) must print the same True/False sequence.
 
-    python -m pytest tests/test_notebook_variants.py            # every notebook, every variant
-    python -m pytest tests/test_notebook_variants.py -k 03_     # one notebook
-    python -m pytest tests/test_notebook_variants.py -k 2-tokens  # one variant, every notebook
-    python -m pytest -m variants       # only the re-executions
-    python -m pytest -m "not variants" # everything else
+    python -m pytest -m slow tests/test_notebook_variants.py            # every notebook, every variant
+    python -m pytest -m slow tests/test_notebook_variants.py -k 03_     # one notebook
+    python -m pytest -m slow tests/test_notebook_variants.py -k 2-tokens  # one variant, every notebook
 
-The re-executions carry the marker ``variants`` so that a fast run can leave them out.
+The re-executions carry the marker ``slow``: the README's fast command leaves them out,
+``python -m pytest -m slow`` and ``.ci/run`` run them.
 """
 
 import ast
@@ -88,7 +87,7 @@ def test_every_notebook_builds_its_example_in_one_place():
             settings_cell(nb)
 
 
-@pytest.mark.variants
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_survives_a_learners_edit(path, variant):
