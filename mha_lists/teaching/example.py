@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..core.checks import (ShapeError, all_finite, check_int, check_matrix, check_number, check_positive_int, reported_as,
+from ..core.checks import (ShapeError, all_finite, check_int, check_matrix, check_positive_int, reported_as,
                            too_large)
 from ..core.matrix import Matrix
 from ..core.attention import MHAWeights
-from .weights import check_weight_count, derive_rng, init_mha_weights
+from .weights import check_std, check_weight_count, derive_rng, init_mha_weights
 
 __all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
            "running_example", "tokenize", "encode", "embedding_table", "embed"]
@@ -78,7 +78,7 @@ def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: f
     check_positive_int(func, "d_model", d_model)
     check_weight_count(func, num_rows * d_model, f"num_rows {num_rows} and d_model {d_model}")
     check_int(func, "seed", seed)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if not isinstance(name, str):
         raise TypeError(f"{func}: name must be a str, got {name!r}")
     rng = derive_rng(seed, name)
@@ -203,7 +203,7 @@ def running_example(
                     embed_std=embed_std, **weight_options)
     with reported_as(func):
         weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
-        check_number(func, "embed_std", embed_std, positive=True)
+        check_std(func, "embed_std", embed_std)
         tokens = tokenize(sentence)
         ids = encode(tokens)
         token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)

@@ -54,7 +54,7 @@ from ..core.matrix import Matrix, Vector, add_row, matmul, transpose
 from ..core.attention import attention_trace, multi_head_attention
 from ..core.softmax_and_masks import softmax
 from ..core.attention import MHAWeights, check_weights
-from .weights import check_size, derive_rng, init_matrix, init_mha_weights
+from .weights import check_size, check_std, derive_rng, init_matrix, init_mha_weights
 
 __all__ = [
     "LETTERS", "Model", "model_from_example", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
@@ -102,7 +102,7 @@ def init_model(
                                ("d_model", d_model, MAX_D_MODEL), ("num_heads", num_heads, d_model)):
         check_size(func, name, value, limit)
     check_int(func, "seed", seed)
-    check_number(func, "embed_std", embed_std, positive=True)
+    check_std(func, "embed_std", embed_std)
 
     def table(rows: int, name: str) -> Matrix:
         rng = derive_rng(seed, name)

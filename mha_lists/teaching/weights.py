@@ -30,6 +30,7 @@ INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "
 # Sizes have limits, so a typo (d_model=10**9) is refused at once instead of running for hours.
 MAX_WEIGHTS = 5_000_000  # numbers drawn by one call; GPT-2 small's attention layer has 2,362,368
 MAX_LAYERS = 1000  # n_layer, for the GPT-2 scaling of W_O
+MAX_STD = 1e300  # a normal draw is within 9 std of 0 (random.gauss), so every draw stays inside float64
 
 
 def check_size(func: str, name: str, value: object, limit: int) -> int:
@@ -43,6 +44,13 @@ def check_size(func: str, name: str, value: object, limit: int) -> int:
     if check_positive_int(func, name, value) > limit:
         raise ValueError(f"{func}: {name} is {value}; at most {limit}")
     return value
+
+
+def check_std(func: str, name: str, std: object) -> float:
+    """Check the spread of normal draws: a positive finite number of at most ``MAX_STD``; return it."""
+    if check_number(func, name, std, positive=True) > MAX_STD:
+        raise ValueError(f"{func}: {name} is {std}; at most {MAX_STD}, so that every draw stays inside float64")
+    return std
 
 
 def check_weight_count(func: str, count: int, sizes: str) -> None:
@@ -97,7 +105,7 @@ def init_matrix(
         raise TypeError(f"{func}: rng must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}")
     fan_in = rows if fan_in is None else check_positive_int(func, "fan_in", fan_in)
     fan_out = cols if fan_out is None else check_positive_int(func, "fan_out", fan_out)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if scheme == "xavier_uniform":
         a = math.sqrt(6 / (fan_in + fan_out))
         return [[rng.uniform(-a, a) for _ in range(cols)] for _ in range(rows)]
@@ -143,7 +151,7 @@ def init_mha_weights(
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
     check_bool(func, "bias", bias)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if d_k is None or d_v is None:
         if d_model % num_heads:
             raise ShapeError(

@@ -19,7 +19,7 @@ from ..core.matrix import Matrix
 
 
 WIDTH = 80  # columns of a projector-friendly terminal
-MAX_D_MODEL = 512  # the trace prints every matrix; wider ones are for the library, not a terminal
+MAX_D_MODEL = 256  # the trace prints every matrix; wider ones are for the library, not a terminal
 MAX_TOKENS = 64
 
 
