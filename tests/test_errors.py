@@ -88,7 +88,7 @@ CASES = {
                                           (2.5, 2, random.Random(0)), (2, 2, None)]),
     "derive_rng": (weights.derive_rng, [(1.5, "x"), ("x", "x"), (None, "x"), (True, "x"), (1, 5)]),
     "parameter_count": (weights.parameter_count, [(w,) for w in BAD_WEIGHTS[:10]]),
-    "check_weights": (lambda w: weights.check_weights("check_weights", w), [(w,) for w in BAD_WEIGHTS[:10]]),
+    "check_weights": (lambda w: weights.check_weights("check_weights", "weights", w), [(w,) for w in BAD_WEIGHTS[:10]]),
     "multiply_adds": (cost.multiply_adds, [(0, 16, 2), (5, 16, 3), (5, "16", 2), (5, 16, 2.0), (None, 16, 2)]),
     "tokenize": (example.tokenize, [("",), ("   ",), (None,), (["a"],)]),
     "encode": (example.encode, [(["cats"],), ("I like",), ([1, 2],), (None,), (["I"], [])]),

@@ -19,7 +19,8 @@ import math
 import random
 from typing import NamedTuple, Optional
 
-from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_positive_int, check_same_shapes, check_vector)
+from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_positive_int,
+                           check_same_shapes, check_vector, checked)
 from ..core.attention import MHAWeights, check_weights
 from ..core.matrix import Matrix, Vector
 
@@ -196,6 +197,7 @@ def init_mha_weights(
 # === Counting ===
 
 
+@checked(weights="weights")
 def parameter_count(weights: MHAWeights) -> int:
     """Count every weight and bias entry: 4 * d_model^2 (+ 4 * d_model) in the standard layout.
 
@@ -207,7 +209,6 @@ def parameter_count(weights: MHAWeights) -> int:
     >>> parameter_count(init_mha_weights(16, 2, seed=42, bias=True))  # + 4 * 16
     1088
     """
-    check_weights("parameter_count", weights)
     count = 0
     for group in (weights.W_Q, weights.W_K, weights.W_V, [weights.W_O]):
         count += sum(len(M) * len(M[0]) for M in group)
