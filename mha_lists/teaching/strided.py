@@ -268,7 +268,7 @@ def strided_split_heads(t: Strided, num_heads: int) -> Strided:
     if not _is_contiguous(t):
         raise ValueError(
             f"strided_split_heads: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
-            "view needs its elements in row-major order, so call contiguous() first (a copy)"
+            "its elements are not in row-major order, so call contiguous() first (a copy)"
         )
     shape = (B, T, num_heads, d_model // num_heads)
     return transpose_dims(Strided(t.data, shape, _row_major_strides(shape), t.offset), 1, 2)  # view, then swap

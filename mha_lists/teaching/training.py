@@ -134,7 +134,7 @@ def _check_model(func: str, model: object) -> _Sizes:
     if width != d_model:
         raise ShapeError(f"{func}: model.position_embeddings rows have {width} entries and "
                          f"model.token_embeddings rows have {d_model}; both must be d_model wide")
-    if check_weights(func, model.attention).d_model != d_model:
+    if check_weights(func, "model.attention", model.attention).d_model != d_model:
         raise ShapeError(f"{func}: model.attention is for d_model {len(model.attention.W_O[0])} but the "
                          f"embeddings are {d_model} wide")
     rows, cols = check_matrix(func, "model.W_vocab", model.W_vocab, finite=True)
