@@ -134,7 +134,7 @@ class Heatmap:
         if vmin is not None and vmax is not None and vmin >= vmax:
             raise ValueError(f"{func}: vmin is {vmin} and vmax is {vmax}; vmin must be below vmax")
         try:  # the colours are computed in floats
-            [float(x) for row in M for x in row]
+            _ = [float(x) for row in M for x in row]
         except OverflowError:  # an int past float64's largest
             raise too_large(func) from None
         self.M = [list(row) for row in M]

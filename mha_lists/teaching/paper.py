@@ -40,7 +40,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_rows, check_vector, too_large
+from ..core.checks import ShapeError, check_int, check_matrix, check_rows, check_vector, too_large
 from ..core.matrix import Matrix, Vector, matmul, transpose
 from ..core.attention import MHAWeights
 
@@ -207,10 +207,10 @@ def exp_table(differences: Sequence[int], scale: float, digits: int = 4) -> list
     func = "exp_table"
     check_vector(func, "differences", differences, finite=True)
     _check_scale_and_digits(func, scale, digits)
-    rows = [ExpRow(d, d * scale, 0.0) for d in differences]
-    if any(not math.isfinite(row.x) or row.x > _LARGEST_EXPONENT for row in rows):
+    xs = [d * scale for d in differences]
+    if not all(math.isfinite(x) and x <= _LARGEST_EXPONENT for x in xs):
         raise too_large(func)
-    return [row._replace(exp=round(math.exp(row.x), digits)) for row in rows]
+    return [ExpRow(d, x, round(math.exp(x), digits)) for d, x in zip(differences, xs)]
 
 
 _LARGEST_EXPONENT = math.log(sys.float_info.max)  # about 709.78: e^x is past float64's largest above it

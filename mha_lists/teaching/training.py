@@ -71,6 +71,7 @@ MAX_D_MODEL = 1024  # width of the model
 MAX_SEQUENCES = 10_000  # sequences drawn by one make_sequences call
 MAX_STEPS = 10_000  # Adam steps in one train call
 MAX_BATCH = 1000  # sequences in one batch
+MAX_ADAM_STEP = 10**12  # AdamState.step: b ** step is computed as a float power
 
 
 class Model(NamedTuple):
@@ -134,9 +135,10 @@ def _check_model(func: str, model: object) -> _Sizes:
     if width != d_model:
         raise ShapeError(f"{func}: model.position_embeddings rows have {width} entries and "
                          f"model.token_embeddings rows have {d_model}; both must be d_model wide")
-    if check_weights(func, "model.attention", model.attention).d_model != d_model:
-        raise ShapeError(f"{func}: model.attention is for d_model {len(model.attention.W_O[0])} but the "
-                         f"embeddings are {d_model} wide")
+    dims = check_weights(func, "model.attention", model.attention)
+    if dims.d_model != d_model:
+        raise ShapeError(f"{func}: model.attention is for d_model {dims.d_model} but the embeddings are "
+                         f"{d_model} wide")
     rows, cols = check_matrix(func, "model.W_vocab", model.W_vocab, finite=True)
     if (rows, cols) != (d_model, vocab_size):
         raise ShapeError(f"{func}: model.W_vocab is {rows}x{cols}; it must be d_model x vocab_size = "
@@ -434,12 +436,9 @@ def adam_step(
     v = [b2 * v_i + (1 - b2) * g * g for v_i, g in zip(v0, grads)]
     c1, c2 = 1 - b1 ** t, 1 - b2 ** t
     new = [p - lr * (m_i / c1) / (math.sqrt(v_i / c2) + eps) for p, m_i, v_i in zip(params, m, v)]
-    if not all_finite([new, m, v]):  # a gradient whose square, or a step that, left float64's range
+    if not all_finite([new, m, v]):  # a squared gradient, or a step, beyond float64's range
         raise too_large(func)
     return new, AdamState(t, m, v)
-
-
-MAX_ADAM_STEP = 10**12  # AdamState.step: b ** step is computed as a float power
 
 
 def _check_adam_state(func: str, state: object, n: int) -> None:
