@@ -520,6 +520,25 @@ def test_the_good_calls_next_to_the_bad_ones_still_work():
     assert display.BarChart(["a"], [1.0], width=10).width == 10
 
 
+def test_a_limit_itself_is_allowed():
+    assert weights.check_size("demo", "n", 1000, 1000) == 1000
+    weights.check_weight_count("demo", weights.MAX_WEIGHTS, "sizes")  # no error at the limit
+    with pytest.raises(ValueError, match=r"^demo: sizes make 5,000,001 weights; at most 5,000,000$"):
+        weights.check_weight_count("demo", weights.MAX_WEIGHTS + 1, "sizes")
+    assert weights.check_std("demo", "std", weights.MAX_STD) == 1e300
+    assert strided.is_contiguous(Strided([0], (strided.MAX_ELEMENTS,), (0,))) is False  # a stride of 0 is a repeat
+    with pytest.raises(ValueError, match=r"^is_contiguous: t.shape \(10000001,\) has 10,000,001 elements; at most"):
+        strided.is_contiguous(Strided([0], (strided.MAX_ELEMENTS + 1,), (0,)))
+
+
+def test_a_parser_error_is_one_line_even_for_a_message_of_two():
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as info:
+        cli.OneLineErrorParser(prog="demo").error("first line\nsecond line")
+    assert info.value.code == 2
+    assert err.getvalue() == "demo: error: first line second line (see --help)\n"
+
+
 # === The commands ===
 
 
