@@ -40,7 +40,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_matrix, check_rows, check_vector, too_large
+from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_rows, check_vector, too_large
 from ..core.matrix import Matrix, Vector, matmul, transpose
 from ..core.attention import MHAWeights
 
@@ -217,8 +217,7 @@ _LARGEST_EXPONENT = math.log(sys.float_info.max)  # about 709.78: e^x is past fl
 
 
 def _check_scale_and_digits(func: str, scale: object, digits: object) -> None:
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"{func}: scale must be a positive finite number, got {scale!r}")
+    check_number(func, "scale", scale, positive=True)
     if not 0 <= check_int(func, "digits", digits) <= 17:
         raise ValueError(f"{func}: digits is {digits}; give 0 to 17 digits after the point")
 
