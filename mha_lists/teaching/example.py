@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, reported_as
+from ..core.checks import (ShapeError, all_finite, check_int, check_matrix, check_positive_int, reported_as,
+                           too_large)
 from ..core.matrix import Matrix
 from ..core.attention import MHAWeights
-from .weights import derive_rng, init_mha_weights
+from .weights import check_std, check_weight_count, derive_rng, init_mha_weights
 
 __all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
            "running_example", "tokenize", "encode", "embedding_table", "embed"]
@@ -27,6 +28,9 @@ SEED = 42
 MAX_LEN = 8  # rows of the position table; longer sentences get a longer table
 PAD_ID = 0
 EMBED_STD = 0.5  # small enough that the first softmax is not saturated; try 1.0 and watch
+MAX_TOKENS = 512  # longest sentence running_example takes: its attention is (tokens x tokens) per head
+# The settings running_example passes on to init_mha_weights.
+WEIGHT_OPTIONS = ("bias", "d_k", "d_v", "num_kv_heads", "init", "std", "n_layer")
 
 
 def tokenize(sentence: str) -> list[str]:
@@ -72,8 +76,9 @@ def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: f
     func = "embedding_table"
     check_positive_int(func, "num_rows", num_rows)
     check_positive_int(func, "d_model", d_model)
+    check_weight_count(func, num_rows * d_model, f"num_rows {num_rows} and d_model {d_model}")
     check_int(func, "seed", seed)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if not isinstance(name, str):
         raise TypeError(f"{func}: name must be a str, got {name!r}")
     rng = derive_rng(seed, name)
@@ -106,7 +111,10 @@ def embed(ids: Sequence[int], token_table: Matrix, position_table: Matrix) -> Ma
             f"embed: token rows have {width} entries but position rows have "
             f"{p_width}; both must be d_model wide"
         )
-    return [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
+    X = [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
+    if not all_finite(X):  # two entries near float64's largest
+        raise too_large(func)
+    return X
 
 
 class Example(NamedTuple):
@@ -184,11 +192,18 @@ def running_example(
     >>> ex.tokens, len(ex.x), len(ex.x[0]), ex.num_heads, ex.d_k, ex.seed
     (['<BOS>', 'I', 'like', 'transformers', '<EOS>'], 5, 16, 2, 8, 42)
     """
+    func = "running_example"
+    unknown = sorted(set(weight_options) - set(WEIGHT_OPTIONS))
+    if unknown:
+        raise TypeError(f"{func}: unknown setting {unknown[0]!r}; the settings of the weights are "
+                        f"{', '.join(WEIGHT_OPTIONS)}")
+    if isinstance(sentence, str) and len(sentence.split()) > MAX_TOKENS:
+        raise ValueError(f"{func}: the sentence has {len(sentence.split())} tokens; at most {MAX_TOKENS}")
     settings = dict(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed,
                     embed_std=embed_std, **weight_options)
-    with reported_as("running_example"):
+    with reported_as(func):
         weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
-        check_number("running_example", "embed_std", embed_std, positive=True)
+        check_std(func, "embed_std", embed_std)
         tokens = tokenize(sentence)
         ids = encode(tokens)
         token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)

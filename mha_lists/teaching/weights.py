@@ -28,6 +28,38 @@ __all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "par
 
 INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2")
 
+# Sizes have limits, so a typo (d_model=10**9) is refused at once instead of running for hours.
+MAX_WEIGHTS = 5_000_000  # numbers drawn by one call; GPT-2 small's attention layer has 2,362,368
+MAX_LAYERS = 1000  # n_layer, for the GPT-2 scaling of W_O
+# random.gauss is Box-Muller on 53-bit floats: |z| <= sqrt(-2 ln 2^-53), about 8.6, so std * z stays finite.
+MAX_STD = 1e300
+
+
+def check_size(func: str, name: str, value: object, limit: int) -> int:
+    """Check a size: a positive int of at most ``limit``; return it.
+
+    >>> check_size("demo", "vocab_size", 10**7, 1000)
+    Traceback (most recent call last):
+    ...
+    ValueError: demo: vocab_size is 10000000; at most 1000
+    """
+    if check_positive_int(func, name, value) > limit:
+        raise ValueError(f"{func}: {name} is {value}; at most {limit}")
+    return value
+
+
+def check_std(func: str, name: str, std: object) -> float:
+    """Check the spread of normal draws: a positive finite number of at most ``MAX_STD``; return it."""
+    if check_number(func, name, std, positive=True) > MAX_STD:
+        raise ValueError(f"{func}: {name} is {std}; at most {MAX_STD}, so that every draw stays inside float64")
+    return std
+
+
+def check_weight_count(func: str, count: int, sizes: str) -> None:
+    """Refuse to draw more than ``MAX_WEIGHTS`` numbers; ``sizes`` says which arguments made ``count``."""
+    if count > MAX_WEIGHTS:
+        raise ValueError(f"{func}: {sizes} make {count:,} weights; at most {MAX_WEIGHTS:,}")
+
 
 def derive_rng(seed: int, name: str) -> random.Random:
     """A generator of its own for one named thing, e.g. ``derive_rng(42, "W_Q/head0")``.
@@ -70,11 +102,12 @@ def init_matrix(
     func = "init_matrix"
     check_positive_int(func, "rows", rows)
     check_positive_int(func, "cols", cols)
+    check_weight_count(func, rows * cols, f"rows {rows} and cols {cols}")
     if not isinstance(rng, random.Random):
         raise TypeError(f"{func}: rng must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}")
     fan_in = rows if fan_in is None else check_positive_int(func, "fan_in", fan_in)
     fan_out = cols if fan_out is None else check_positive_int(func, "fan_out", fan_out)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if scheme == "xavier_uniform":
         a = math.sqrt(6 / (fan_in + fan_out))
         return [[rng.uniform(-a, a) for _ in range(cols)] for _ in range(rows)]
@@ -120,7 +153,7 @@ def init_mha_weights(
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
     check_bool(func, "bias", bias)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if d_k is None or d_v is None:
         if d_model % num_heads:
             raise ShapeError(
@@ -139,7 +172,9 @@ def init_mha_weights(
         raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
     if init == "gpt2":
         std = 0.02
-    check_positive_int(func, "n_layer", n_layer)
+    check_size(func, "n_layer", n_layer, MAX_LAYERS)
+    check_weight_count(func, num_heads * d_model * d_k + g * d_model * (d_k + d_v) + num_heads * d_v * d_model,
+                       f"d_model {d_model}, num_heads {num_heads}, num_kv_heads {g}, d_k {d_k} and d_v {d_v}")
 
     def draw(name: str, rows: int, cols: int, fan_out: int, sigma: float = std) -> Matrix:
         return init_matrix(rows, cols, derive_rng(seed, name), init, fan_in=rows, fan_out=fan_out, std=sigma)

@@ -32,7 +32,6 @@ the cost of a call; with as many tokens as d_model the counts are alike.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -48,6 +47,9 @@ from ..core.matrix import Matrix, matmul
 from ..core.softmax_and_masks import causal_mask
 from ..teaching.example import running_example
 from ..teaching.weights import derive_rng, init_mha_weights
+from .cli import OneLineErrorParser, size_type
+
+MAX_REPEAT = 100  # runs of each measurement
 
 
 def textbook_matmul(A: Matrix, B: Matrix, total: Callable = sum) -> Matrix:
@@ -255,8 +257,9 @@ def max_difference(A: list, B: list) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mha_lists.tools.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the best counts (default 3)")
+    parser = OneLineErrorParser(prog="python -m mha_lists.tools.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=size_type(MAX_REPEAT), default=3,
+                        help=f"runs of each measurement, 1 to {MAX_REPEAT}; the best counts (default 3)")
     args = parser.parse_args(argv)
 
     ex = running_example()
