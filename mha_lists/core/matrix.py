@@ -101,9 +101,12 @@ def add_row(M: Matrix, b: Vector) -> Matrix:
     return [[x + y for x, y in zip(row, b)] for row in M]
 
 
-@checked(M="finite matrix n m", c="number", finite_result=True)
+@checked(M="finite matrix n m", c="number", finite_result=True, inside=True)
 def scale(M: Matrix, c: Number) -> Matrix:
     """Multiply every entry of M by the finite number c.
+
+    Checked for overflow even inside attention: a score that overflowed to -inf
+    would otherwise look like a masked key and get weight 0.
 
     >>> scale([[1, 2], [3, 4]], 0.5)
     [[0.5, 1.0], [1.5, 2.0]]

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..core.checks import (ShapeError, all_finite, check_int, check_matrix, check_positive_int, reported_as,
+from ..core.checks import (checked, ShapeError, all_finite, check_int, check_matrix, check_positive_int,
                            too_large)
 from ..core.matrix import Matrix
 from ..core.attention import MHAWeights
-from .weights import check_std, check_weight_count, derive_rng, init_mha_weights
+from .weights import check_layer_settings, check_std, check_weight_count, derive_rng, init_mha_weights
 
 __all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
            "running_example", "tokenize", "encode", "embedding_table", "embed"]
@@ -35,11 +35,15 @@ WEIGHT_OPTIONS = ("bias", "d_k", "d_v", "num_kv_heads", "init", "std", "n_layer"
 
 def tokenize(sentence: str) -> list[str]:
     """Split a sentence on spaces: ``"<BOS> I like"`` -> ``['<BOS>', 'I', 'like']``."""
+    return _tokens("tokenize", sentence)
+
+
+def _tokens(func: str, sentence: object) -> list[str]:
     if not isinstance(sentence, str):
-        raise TypeError(f"tokenize: sentence must be a str, got {type(sentence).__name__}")
+        raise TypeError(f"{func}: sentence must be a str, got {type(sentence).__name__}")
     tokens = sentence.split()
     if not tokens:
-        raise ValueError("tokenize: the sentence is empty; give at least one token")
+        raise ValueError(f"{func}: the sentence is empty; give at least one token")
     return tokens
 
 
@@ -55,14 +59,14 @@ def encode(tokens: Sequence[str], vocab: Sequence[str] = VOCAB) -> list[int]:
             raise TypeError(f"{func}: {name} must be a list of str, got {words!r}")
     if not vocab:
         raise ValueError(f"{func}: the vocabulary is empty")
-    ids = []
+    _known(func, tokens, vocab)
+    return [list(vocab).index(token) for token in tokens]
+
+
+def _known(func: str, tokens: Sequence[str], vocab: Sequence[str]) -> None:
     for token in tokens:
         if token not in vocab:
-            raise ValueError(
-                f"encode: {token!r} is not in the vocabulary; the vocabulary is {' '.join(vocab)}"
-            )
-        ids.append(list(vocab).index(token))
-    return ids
+            raise ValueError(f"{func}: {token!r} is not in the vocabulary; the vocabulary is {' '.join(vocab)}")
 
 
 def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: float = EMBED_STD) -> Matrix:
@@ -174,6 +178,7 @@ class Example(NamedTuple):
         return running_example(**{**self.settings, **changes})
 
 
+@checked()
 def running_example(
     *,
     sentence: str = SENTENCE,
@@ -201,14 +206,15 @@ def running_example(
         raise ValueError(f"{func}: the sentence has {len(sentence.split())} tokens; at most {MAX_TOKENS}")
     settings = dict(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed,
                     embed_std=embed_std, **weight_options)
-    with reported_as(func):
-        weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
-        check_std(func, "embed_std", embed_std)
-        tokens = tokenize(sentence)
-        ids = encode(tokens)
-        token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)
-        position_table = embedding_table(
-            max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding", std=embed_std
-        )
-        x = embed(ids, token_table, position_table)
+    check_layer_settings(func, d_model, num_heads, seed=seed, **weight_options)
+    check_std(func, "embed_std", embed_std)
+    _known(func, _tokens(func, sentence), VOCAB)
+    weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
+    tokens = tokenize(sentence)
+    ids = encode(tokens)
+    token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)
+    position_table = embedding_table(
+        max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding", std=embed_std
+    )
+    x = embed(ids, token_table, position_table)
     return Example(tokens, ids, token_table, position_table, x, weights, settings)

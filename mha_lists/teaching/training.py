@@ -45,8 +45,8 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
-from ..core.checks import (ShapeError, all_finite, check_int, check_matrix, check_number, check_positive_int, check_vector,
-                           reported_as, too_large)
+from ..core.checks import (checked, ShapeError, all_finite, check_int, check_matrix, check_number, check_positive_int, check_vector,
+                           too_large)
 from .example import EMBED_STD, Example
 from ..core.gradients import column_sums, multi_head_attention_backward
 from ..core.softmax_and_masks import causal_mask
@@ -54,7 +54,7 @@ from ..core.matrix import Matrix, Vector, add_row, matmul, transpose
 from ..core.attention import attention_trace, multi_head_attention
 from ..core.softmax_and_masks import softmax
 from ..core.attention import MHAWeights, check_weights
-from .weights import check_size, check_std, derive_rng, init_matrix, init_mha_weights
+from .weights import check_layer_settings, check_size, check_std, derive_rng, init_matrix, init_mha_weights
 
 __all__ = [
     "LETTERS", "Model", "model_from_example", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
@@ -84,6 +84,7 @@ class Model(NamedTuple):
     b_vocab: Vector  # (vocab_size,)
 
 
+@checked()
 def init_model(
     vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, seed: int, embed_std: float = EMBED_STD
 ) -> Model:
@@ -104,19 +105,19 @@ def init_model(
         check_size(func, name, value, limit)
     check_int(func, "seed", seed)
     check_std(func, "embed_std", embed_std)
+    check_layer_settings(func, d_model, num_heads, seed=seed)
 
     def table(rows: int, name: str) -> Matrix:
         rng = derive_rng(seed, name)
         return [[rng.gauss(0.0, embed_std) for _ in range(d_model)] for _ in range(rows)]
 
-    with reported_as(func):
-        return Model(
-            token_embeddings=table(vocab_size, "toy/token_embedding"),
-            position_embeddings=table(seq_len, "toy/position_embedding"),
-            attention=init_mha_weights(d_model, num_heads, seed=seed),
-            W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
-            b_vocab=[0.0] * vocab_size,
-        )
+    return Model(
+        token_embeddings=table(vocab_size, "toy/token_embedding"),
+        position_embeddings=table(seq_len, "toy/position_embedding"),
+        attention=init_mha_weights(d_model, num_heads, seed=seed),
+        W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
+        b_vocab=[0.0] * vocab_size,
+    )
 
 
 class _Sizes(NamedTuple):
@@ -236,11 +237,11 @@ class ForwardPass(NamedTuple):
     logits: Matrix  # (T, vocab_size)
 
 
+@checked()
 def forward(model: Model, ids: Sequence[int]) -> ForwardPass:
     """Embeddings, causal multi-head attention and the projection to the vocabulary, for ids (T,)."""
     _check_model_and_ids("forward", model, ids)
-    with reported_as("forward"):
-        return _forward(model, ids)
+    return _forward(model, ids)
 
 
 def _embed(model: Model, ids: Sequence[int]) -> Matrix:
@@ -298,11 +299,11 @@ def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[floa
 # === Gradients ===
 
 
+@checked()
 def model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
     """The loss on one sequence of ids (T,), T >= 2, and the gradient of every parameter, as a Model of gradients."""
     _check_model_and_ids("model_gradients", model, ids, at_least=2)
-    with reported_as("model_gradients"):
-        return _model_gradients(model, ids)
+    return _model_gradients(model, ids)
 
 
 def _model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
@@ -371,11 +372,11 @@ def _unflatten(flat: Sequence[float], like: Model) -> Model:
     return Model(tokens, positions, MHAWeights(W_Q, W_K, W_V, W_O), W_vocab, b_vocab)
 
 
+@checked()
 def batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
     """Mean loss over a batch of sequences, and the mean gradient as a flat list (order of ``flatten``)."""
     _check_sequences("batch_gradients", model, batch, at_least=2)
-    with reported_as("batch_gradients"):
-        return _batch_gradients(model, batch)
+    return _batch_gradients(model, batch)
 
 
 def _batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
@@ -454,6 +455,7 @@ def _check_adam_state(func: str, state: object, n: int) -> None:
             raise ValueError(f"{func}: state.v[{i}] is {v_i}; a running mean of squares is 0 or more")
 
 
+@checked()
 def train(
     model: Model,
     *,
@@ -482,9 +484,8 @@ def train(
     params, state, losses = _flatten(model), None, []
     for _ in range(steps):
         batch = make_sequences(batch_size, seq_len, sizes.vocab_size, rng)
-        with reported_as(func):
-            loss, grads = _batch_gradients(_unflatten(params, model), batch)
-            params, state = adam_step(params, grads, state, lr=lr)
+        loss, grads = _batch_gradients(_unflatten(params, model), batch)
+        params, state = adam_step(params, grads, state, lr=lr)
         losses.append(loss)
     return _unflatten(params, model), losses
 
@@ -507,32 +508,32 @@ def previous_token_weight(attention: Matrix) -> float:
     return math.fsum(attention[i][i - 1] for i in range(1, len(attention))) / (len(attention) - 1)
 
 
+@checked()
 def attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
     """Each head's (T, T) attention weights when the model reads ``ids`` (T,)."""
     _check_model_and_ids("attention_weights", model, ids)
-    with reported_as("attention_weights"):
-        return _attention_weights(model, ids)
+    return _attention_weights(model, ids)
 
 
 def _attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
     return attention_trace(_embed(model, ids), model.attention, mask=causal_mask(len(ids))).attention
 
 
+@checked()
 def previous_token_weights(model: Model, sequences: Sequence[Sequence[int]]) -> list[float]:
     """Per head, ``previous_token_weight`` averaged over the sequences (each of at least 2 tokens)."""
     _check_sequences("previous_token_weights", model, sequences, at_least=2)
-    with reported_as("previous_token_weights"):
-        per_sequence = [[previous_token_weight(A) for A in _attention_weights(model, ids)] for ids in sequences]
+    per_sequence = [[previous_token_weight(A) for A in _attention_weights(model, ids)] for ids in sequences]
     return [math.fsum(column) / len(sequences) for column in zip(*per_sequence)]
 
 
+@checked()
 def accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:
     """Fraction of positions i >= 1 where the most likely token is the previous one."""
     _check_sequences("accuracy", model, sequences, at_least=2)
     right, total = 0, 0
     for ids in sequences:
-        with reported_as("accuracy"):
-            logits = _forward(model, ids).logits
+        logits = _forward(model, ids).logits
         for row, t in zip(logits[1:], targets(ids)[1:]):
             right += row.index(max(row)) == t
             total += 1

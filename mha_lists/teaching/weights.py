@@ -122,33 +122,14 @@ def init_matrix(
     return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
 
 
-def init_mha_weights(
-    d_model: int,
-    num_heads: int,
-    *,
-    seed: int,
-    bias: bool = False,
-    d_k: Optional[int] = None,
-    d_v: Optional[int] = None,
-    num_kv_heads: Optional[int] = None,
-    init: str = "xavier_uniform",
-    std: float = 0.02,
-    n_layer: int = 1,
-) -> MHAWeights:
-    """Draw the weights of one layer from local generators seeded by ``seed``.
+def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed: object, bias: object = False,
+                         d_k: object = None, d_v: object = None, num_kv_heads: object = None,
+                         init: object = "xavier_uniform", std: object = 0.02, n_layer: object = 1) -> tuple:
+    """Check the settings of ``init_mha_weights`` for ``func``; return (d_k, d_v, num_kv_heads, std) resolved.
 
-    d_k and d_v default to d_model / num_heads, num_kv_heads to num_heads.
-    ``init`` is one of ``INIT_SCHEMES``; fans are those of the whole layer's
-    matrix (W_Q is (d_model, num_heads * d_k), W_O is (num_heads * d_v, d_model)).
-    ``normal`` uses ``std``; ``gpt2`` uses std 0.02 and scales W_O's std by
-    1 / sqrt(2 * n_layer). Biases, when asked for, start at zero, as in
-    PyTorch's ``nn.MultiheadAttention`` and GPT-2.
-
-    >>> w = init_mha_weights(16, 2, seed=42)
-    >>> len(w.W_Q), len(w.W_Q[0]), len(w.W_Q[0][0]), len(w.W_O), len(w.W_O[0])
-    (2, 16, 8, 16, 16)
+    ``running_example`` and ``init_model`` check their settings with it too, so a
+    bad setting is named under the function the learner called.
     """
-    func = "init_mha_weights"
     check_positive_int(func, "d_model", d_model)
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
@@ -175,6 +156,38 @@ def init_mha_weights(
     check_size(func, "n_layer", n_layer, MAX_LAYERS)
     check_weight_count(func, num_heads * d_model * d_k + g * d_model * (d_k + d_v) + num_heads * d_v * d_model,
                        f"d_model {d_model}, num_heads {num_heads}, num_kv_heads {g}, d_k {d_k} and d_v {d_v}")
+
+    return d_k, d_v, g, std
+
+
+def init_mha_weights(
+    d_model: int,
+    num_heads: int,
+    *,
+    seed: int,
+    bias: bool = False,
+    d_k: Optional[int] = None,
+    d_v: Optional[int] = None,
+    num_kv_heads: Optional[int] = None,
+    init: str = "xavier_uniform",
+    std: float = 0.02,
+    n_layer: int = 1,
+) -> MHAWeights:
+    """Draw the weights of one layer from local generators seeded by ``seed``.
+
+    d_k and d_v default to d_model / num_heads, num_kv_heads to num_heads.
+    ``init`` is one of ``INIT_SCHEMES``; fans are those of the whole layer's
+    matrix (W_Q is (d_model, num_heads * d_k), W_O is (num_heads * d_v, d_model)).
+    ``normal`` uses ``std``; ``gpt2`` uses std 0.02 and scales W_O's std by
+    1 / sqrt(2 * n_layer). Biases, when asked for, start at zero, as in
+    PyTorch's ``nn.MultiheadAttention`` and GPT-2.
+
+    >>> w = init_mha_weights(16, 2, seed=42)
+    >>> len(w.W_Q), len(w.W_Q[0]), len(w.W_Q[0][0]), len(w.W_O), len(w.W_O[0])
+    (2, 16, 8, 16, 16)
+    """
+    d_k, d_v, g, std = check_layer_settings("init_mha_weights", d_model, num_heads, seed=seed, bias=bias, d_k=d_k,
+                                            d_v=d_v, num_kv_heads=num_kv_heads, init=init, std=std, n_layer=n_layer)
 
     def draw(name: str, rows: int, cols: int, fan_out: int, sigma: float = std) -> Matrix:
         return init_matrix(rows, cols, derive_rng(seed, name), init, fan_in=rows, fan_out=fan_out, std=sigma)
