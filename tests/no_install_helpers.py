@@ -160,7 +160,7 @@ class _PageReader(HTMLParser):
         classes = dict(attrs).get("class", "") or ""
         if tag == "figure" and "matrix" in classes.split():
             self.tables.append(["", [], []])
-        elif tag in ("caption", "th", "td", "h2", "h3", "li"):
+        elif tag in ("figcaption", "th", "td", "h2", "h3", "li"):
             self._text = []
             self._where = tag
         elif tag in ("thead", "tbody"):
@@ -175,7 +175,7 @@ class _PageReader(HTMLParser):
             return
         text = " ".join("".join(self._text).split())
         self._text = None
-        if tag == "caption":
+        if tag == "figcaption":
             self.tables[-1][0] = text
         elif tag == "th" and self._part == "thead":
             self.tables[-1][1].append(text)

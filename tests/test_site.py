@@ -81,7 +81,7 @@ def test_the_heatmap_is_explained_in_visible_text_not_a_hover_title():
     expected = (f"How to read it: row {html.escape(row)}, column {cols[1]} is {cells[1]}, "
                 f"so token {html.escape(row)} takes that share of token {cols[1]}'s value.")
     assert expected in page
-    assert page.count('<figcaption class="how">') == settings.heads
+    assert page.count('<p class="how">') == settings.heads
 
 
 def test_query_strings_round_trip():

@@ -172,10 +172,12 @@ def _explanation(step: int, settings: Settings) -> str:
     return texts[step]
 
 
-def _table_html(table: Table, digits: int) -> str:
+def _table_html(table: Table, digits: int, table_id: str) -> str:
+    """One matrix: its title (a figcaption, which stays in view while a wide table scrolls), then the table."""
     n, m = len(table.matrix), len(table.matrix[0])
-    out = [f'<figure class="matrix {table.kind}"><table>',
-           f'<caption>{html.escape(table.title)} <span class="shape">({n}x{m})</span></caption>',
+    out = [f'<figure class="matrix {table.kind}">',
+           f'<figcaption id="{table_id}">{html.escape(table.title)} <span class="shape">({n}x{m})</span></figcaption>',
+           f'<table aria-labelledby="{table_id}">',
            "<thead><tr><th></th>" + "".join(f'<th scope="col">{html.escape(c)}</th>' for c in table.col_labels)
            + "</tr></thead><tbody>"]
     for label, row in zip(table.row_labels, table.matrix):
@@ -192,7 +194,7 @@ def _table_html(table: Table, digits: int) -> str:
         out.append(f'<tr><th scope="row">{html.escape(label)}</th>{"".join(cells)}</tr>')
     out.append("</tbody></table>")
     if table.kind == "weights":
-        out.append(f'<figcaption class="how">{_how_to_read(table, digits)}</figcaption>')
+        out.append(f'<p class="how">{_how_to_read(table, digits)}</p>')
     out.append("</figure>")
     return "".join(out)
 
@@ -217,7 +219,7 @@ def walkthrough_html(settings: Settings) -> str:
 
     Raises the library's own ValueError/ShapeError for settings it refuses.
 
-    >>> "<caption>weights, head 1 <span class=\\"shape\\">(5x5)</span></caption>" in walkthrough_html(Settings())
+    >>> '>weights, head 1 <span class="shape">(5x5)</span></figcaption>' in walkthrough_html(Settings())
     True
     """
     items: list[Union[str, Table]] = trace_items(settings)
@@ -225,6 +227,7 @@ def walkthrough_html(settings: Settings) -> str:
     body: list[str] = []
     open_tables = False
     in_section = False
+    tables = 0
 
     def close_tables() -> None:
         nonlocal open_tables
@@ -237,7 +240,8 @@ def walkthrough_html(settings: Settings) -> str:
             if not open_tables:
                 body.append('<div class="tables">')
                 open_tables = True
-            body.append(_table_html(item, settings.digits))
+            tables += 1
+            body.append(_table_html(item, settings.digits, f"table-{tables}"))
             continue
         line = item.strip()
         if not line:

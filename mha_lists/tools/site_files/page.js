@@ -89,6 +89,9 @@ function step(done, total, text) {
   progressText.textContent = `${text} (step ${done + 1} of ${total + 1})`;
 }
 
+// Let the browser paint the progress before a step that holds the main thread (Python's import).
+const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
 async function loadPython() {
   const total = config.moduleFiles.length + 2;  // Python itself, each module file, the import
   const started = performance.now();
@@ -113,6 +116,7 @@ async function loadPython() {
       done += 1;
     }
     step(done, total, "Importing mha_lists");
+    await painted();
     pyodide.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(MODULE_DIR)})\nimport mha_lists.tools.site`);
     pythonVersion = pyodide.runPython(
       "import sys, platform\n'CPython %d.%d.%d (%s, Pyodide)' % (*sys.version_info[:3], platform.machine())");
@@ -152,7 +156,8 @@ async function start() {
   const query = location.search;
   if (query) {
     fillFormFromQuery(query);
-    walkthrough.classList.add("stale");
+    walkthrough.classList.add("stale");  // the default example's numbers, until this link's are computed
+    commandLine.classList.add("stale");
   }
   setState("loading", (query ? "Computing the example of this link" : "Showing the default example") +
     "; loading Python (Pyodide) to recompute in your browser...");
@@ -164,6 +169,7 @@ async function start() {
     return;
   }
   walkthrough.classList.remove("stale");
+  commandLine.classList.remove("stale");
   enableControls();
   show(query);
 }
