@@ -90,6 +90,18 @@ def lock_closure(packages: dict, names: tuple[str, ...]) -> list[str]:
     return sorted(seen)
 
 
+def check_the_kernel_fits(python: str) -> None:
+    """jupyterlite-pyodide-kernel names the Pyodide it was built for (314.0.6 in 0.8.6, as its CDN default);
+    the site runs the web page's (PYODIDE_VERSION) instead, which must be the same series and CPython."""
+    from jupyterlite_pyodide_kernel import constants
+
+    if constants.PYODIDE_VERSION.split(".")[0] != PYODIDE_VERSION.split(".")[0]:
+        fail(f"jupyterlite-pyodide-kernel is built for Pyodide {constants.PYODIDE_VERSION}, not the "
+             f"{PYODIDE_VERSION.split('.')[0]}.x series of the web page's {PYODIDE_VERSION}")
+    if not python.startswith(constants.PYODIDE_PYTHON_VERSION + "."):
+        fail(f"Pyodide {PYODIDE_VERSION} is CPython {python}; the kernel expects {constants.PYODIDE_PYTHON_VERSION}")
+
+
 def stage_pyodide(target: pathlib.Path, downloads: pathlib.Path) -> list[str]:
     """The npm pyodide package in target, with the kernel's wheels and a lock that lists only them."""
     package = json.loads((PYODIDE_DIR / "package.json").read_text(encoding="utf-8"))
@@ -97,6 +109,7 @@ def stage_pyodide(target: pathlib.Path, downloads: pathlib.Path) -> list[str]:
         fail(f"node_modules/pyodide is {package['version']}, the web page uses {PYODIDE_VERSION}; run npm ci")
     shutil.copytree(PYODIDE_DIR, target, ignore=shutil.ignore_patterns("*.map", "*.d.ts", "*.html", "README.md"))
     lock = json.loads((PYODIDE_DIR / "pyodide-lock.json").read_text(encoding="utf-8"))
+    check_the_kernel_fits(lock["info"]["python"])
     names = lock_closure(lock["packages"], LOCK_PACKAGES)
     wanted = {name: lock["packages"][name] for name in names}
     wheels = pip_download([f"{name}=={entry['version']}" for name, entry in wanted.items()], downloads / "lock")
@@ -157,6 +170,7 @@ def main(argv: list[str]) -> int:
         fail(f"the pyodide npm package is missing: run npm ci in {ROOT}")
     try:
         import jupyterlite_core  # noqa: F401
+        import jupyterlite_pyodide_kernel  # noqa: F401
     except ImportError:
         fail('jupyterlite is not installed: pip install -e ".[lite]"')
     with tempfile.TemporaryDirectory() as tmp:

@@ -92,6 +92,19 @@ def lite_site(tmp_path_factory):
     return out
 
 
+@pytest.mark.parametrize("args, message", [
+    (["{file}"], "lite/build.py: OUTDIR {file} is a file, not a folder"),
+    (["one", "two"], "python lite/build.py: error: unrecognized arguments: two (see --help)"),
+])
+def test_the_build_says_what_is_wrong_in_one_line_and_exits_2(args, message, tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a folder\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, str(ROOT / "lite" / "build.py"), *(a.format(file=a_file) for a in args)],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", message.format(file=a_file) + "\n")
+    assert a_file.read_text(encoding="utf-8") == "not a folder\n"
+
+
 def kernel_settings(site) -> dict:
     config = json.loads((site / "jupyter-lite.json").read_text(encoding="utf-8"))
     return config["jupyter-config-data"]["litePluginSettings"][KERNEL_SETTINGS]
