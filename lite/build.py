@@ -4,7 +4,8 @@ Needs the ``lite`` extra (``pip install -e ".[lite]"``) and ``npm ci`` (the ``py
 package); it downloads the kernel's pure-Python wheels from PyPI. The site needs no network
 afterwards: every file the kernel asks for is in it.
 
-  - files/NN_*.ipynb            every notebook, as stored (with outputs);
+  - files/NN_*.ipynb            every notebook, as stored (with outputs), its kernel named as
+                                JupyterLite names it ("python", not "python3");
   - files/mha_lists/**.py       the module beside them, so ``import mha_lists`` works in the
                                 kernel (its working directory is the notebook's folder, /drive);
   - files/exercises/NN_*.ipynb  the exercise notebooks' student copies
@@ -52,6 +53,7 @@ LOCK_PACKAGES = ("micropip", "ipython", "jedi")  # with their "depends", as Pyod
 EXTRA_WHEELS = ("comm==0.2.3", "ipython-pygments-lexers==1.1.1")  # required, but not in Pyodide's lock
 PYODIDE_KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 APPS_WITH_A_KERNEL = ("lab", "notebooks", "repl", "consoles")
+LITE_KERNELSPEC = {"display_name": "Python (Pyodide)", "language": "python", "name": "python"}
 
 
 def fail(message: str) -> None:
@@ -124,13 +126,23 @@ def stage_pyodide(target: pathlib.Path, downloads: pathlib.Path) -> list[str]:
     return [f"{name}=={entry['version']}" for name, entry in kept.items()]
 
 
+def use_the_lite_kernel(notebook: pathlib.Path) -> None:
+    """Name JupyterLite's kernel ("python") in the notebook's metadata, where ours say "python3":
+    JupyterLite has no kernel of that name and would ask each learner to pick one. Cells are kept as they are."""
+    data = json.loads(notebook.read_text(encoding="utf-8"))
+    data["metadata"]["kernelspec"] = LITE_KERNELSPEC
+    notebook.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def stage_contents(content: pathlib.Path) -> None:
     """The notebooks at the top, the exercise student copies in exercises/, mha_lists/ beside both."""
+    content.mkdir(parents=True, exist_ok=True)
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        (content / notebook.name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook, content / notebook.name)
     subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "student-copies", str(content / "exercises")],
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    for notebook in sorted(content.rglob("*.ipynb")):
+        use_the_lite_kernel(notebook)
     for folder in (content, content / "exercises"):
         for source in sorted((ROOT / "mha_lists").rglob("*.py")):
             target = folder / "mha_lists" / source.relative_to(ROOT / "mha_lists")

@@ -31,6 +31,7 @@ from mha_lists.tools.site import PYODIDE_VERSION
 from no_install_helpers import ROOT, chromium, need, need_node_and_pyodide, serve
 
 KERNEL_SETTINGS = "@jupyterlite/pyodide-kernel-extension:kernel"
+LITE_KERNELSPEC = {"display_name": "Python (Pyodide)", "language": "python", "name": "python"}
 
 # Differences of a few units in the last place, which some cells print, depend on the
 # platform's math library: WebAssembly's exp, log and cos round a few inputs differently
@@ -113,11 +114,15 @@ def kernel_settings(site) -> dict:
 def test_the_site_holds_every_notebook_the_exercises_and_the_module(lite_site):
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     assert len(notebooks) >= 14
-    for notebook in notebooks:
-        assert (lite_site / "files" / notebook.name).read_bytes() == notebook.read_bytes()
+    for notebook in notebooks:  # as stored, outputs and all; only the kernel's name is JupyterLite's
+        ours, theirs = (json.loads(path.read_text(encoding="utf-8")) for path in (notebook, lite_site / "files" / notebook.name))
+        assert theirs["cells"] == ours["cells"]
+        assert theirs["metadata"] == {**ours["metadata"], "kernelspec": LITE_KERNELSPEC}
     exercises = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
     assert len(exercises) >= 1
-    assert sorted(p.name for p in (lite_site / "files" / "exercises").glob("*.ipynb")) == [p.name for p in exercises]
+    copies = sorted((lite_site / "files" / "exercises").glob("*.ipynb"))
+    assert [p.name for p in copies] == [p.name for p in exercises]
+    assert all(json.loads(p.read_text(encoding="utf-8"))["metadata"]["kernelspec"]["name"] == "python" for p in copies)
     for folder in (lite_site / "files", lite_site / "files" / "exercises"):
         for source in sorted((ROOT / "mha_lists").rglob("*.py")):
             relative = source.relative_to(ROOT / "mha_lists")
@@ -213,3 +218,28 @@ def test_when_the_kernel_cannot_load_the_learner_reads_why(lite_site, tmp_path):
         page.close()
         assert context.blocked == [cdn]
     assert "42" not in output
+
+
+def test_a_student_copy_runs_in_the_notebook_app_with_the_module_beside_it(lite_site, tmp_path):
+    """As a learner does it: open an exercise in the notebook app, Run All; it stops at the first answer to write."""
+    (copy, *_) = sorted((lite_site / "files" / "exercises").glob("*.ipynb"))
+    with serve(lite_site) as url, chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        page.goto(url + "notebooks/index.html?path=exercises/" + copy.name)
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=120_000)
+        assert page.locator(".jp-Dialog").count() == 0  # no "Select Kernel": the copy names JupyterLite's kernel
+        page.get_by_role("menuitem", name="Run").click()
+        page.get_by_text("Run All Cells", exact=True).click()
+        page.wait_for_function("document.querySelector('.jp-OutputArea-output[data-mime-type="
+                               "\"application/vnd.jupyter.stderr\"]') || document.getElementById('mha-kernel-failed')",
+                               timeout=180_000)
+        streams = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']").all_inner_texts()
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+        page.screenshot(path=str(tmp_path / "exercise.png"))
+        page.close()
+        blocked = list(context.blocked)
+    assert streams, "no cell printed anything"
+    assert len(errors) == 1 and "NotImplementedError" in errors[0], errors
+    assert "ModuleNotFoundError" not in errors[0] and "ImportError" not in errors[0]
+    assert blocked == []
