@@ -165,6 +165,13 @@ def test_build_writes_a_prerendered_page_the_module_and_its_assets(tmp_path):
     assert config["pyodideUrl"] == PYODIDE_URL == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
 
 
+def test_module_files_of_a_leaf_and_a_bad_root():
+    leaf = module_files("core/checks.py")  # importing it runs mha_lists/__init__.py, which imports the core
+    assert leaf[0] == "__init__.py" and "core/checks.py" in leaf and "tools/site.py" not in leaf
+    with pytest.raises(ValueError, match="module_files: root must name a .py file under mha_lists/"):
+        module_files("tools/nothing.py")
+
+
 def test_the_module_files_are_what_python_imports_for_the_page():
     """ast's closure against an independent count: the modules a fresh CPython holds after the import."""
     code = "import sys, mha_lists.tools.site; print(' '.join(sorted(m for m in sys.modules if m.startswith('mha_lists'))))"

@@ -1,5 +1,12 @@
 """The web page in a real browser, and the module under Pyodide (CPython 3.14 on WebAssembly) in Node.
 
+In headless Chromium, every host but 127.0.0.1 unreachable: the numbers are the CLI's; a phone's
+390 px keeps each wide table's title and row labels in view; Back and Forward step through
+changes; example links change only what they name; a bad field is quoted as typed and a
+5,000-digit seed gets its limit without widening the page; the word buttons and the heatmap's
+reading work with the keyboard (no hover title); progress shows while Python loads; and only
+the module files the page imports are fetched. Screenshots go to build/screenshots/.
+
 What these need, and where they get it (CI installs all of it, see .ci/run):
   - node, and `npm ci` at the repository root (the `pyodide` npm package, served locally);
   - Debian's chromium at /usr/bin/chromium (`apt-get install chromium`);

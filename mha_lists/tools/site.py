@@ -337,6 +337,8 @@ def module_files(root: str = "tools/site.py") -> list[str]:
     >>> "tools/site.py" in files and "__init__.py" in files and "tools/bench.py" not in files
     True
     """
+    if not isinstance(root, str) or not root.endswith(".py") or not (PACKAGE_DIR / root).is_file():
+        raise ValueError(f"module_files: root must name a .py file under mha_lists/, like 'tools/site.py'; got {root!r}")
     needed: set[str] = set()
     todo = [root]
     while todo:
