@@ -165,6 +165,8 @@ def add_kernel_check(outdir: pathlib.Path) -> None:
         page = outdir / app / "index.html"
         text = page.read_text(encoding="utf-8")
         tag = '<script src="../kernel-check.js"></script>\n'
+        if tag in text:  # a rebuild into the same folder
+            continue
         if "<head>" not in text:
             fail(f"{page} has no <head> to put kernel-check.js into")
         page.write_text(text.replace("<head>", "<head>\n" + tag, 1), encoding="utf-8")
