@@ -599,7 +599,7 @@ HEAD_ROW = 4.5  # the column labels
 GAP = 2.5  # between tables
 CHAR = 1.6  # one character at 7.5pt monospace, with room
 TEXT_LINE = 4.0  # a line of 9pt text
-TEXT_CHARS = 105  # characters of 9pt text in one line across 190 mm (fewer than fit: errs high)
+TEXT_CHARS = 115  # characters of 9pt text in one line across 190 mm (fewer than fit: errs high)
 H1, H2 = 7.0, 6.5  # a title, a head's heading, with their margins
 
 _CSS = """
@@ -639,10 +639,11 @@ def _html_table(M, title: str, rows: Sequence[str], cols: Sequence[str], digits:
     texts = [] if blank else [_cell(v, digits) for row in M for v in row]
     longest = max([len(c) for c in cols] + [len(v) for v in texts] + [1])
     cell_w = max(BLANK_CELL if blank else 0.0, longest * CHAR + 1.0)
-    width = LABEL + cell_w * len(cols)
+    label_w = max([LABEL] + [len(r) * CHAR + 1.0 for r in rows])
+    width = label_w + cell_w * len(cols)
     out = [f'<table class="{"m blank" if blank else "m"}" style="width:{width:.1f}mm">'
            f"<caption>{html.escape(title)}</caption>",
-           f'<colgroup><col style="width:{LABEL:.1f}mm">' + f'<col style="width:{cell_w:.1f}mm">' * len(cols)
+           f'<colgroup><col style="width:{label_w:.1f}mm">' + f'<col style="width:{cell_w:.1f}mm">' * len(cols)
            + "</colgroup>",
            "<tr><th></th>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"]
     for i, label in enumerate(rows):
@@ -684,8 +685,9 @@ def _row(items: Sequence[_Table], width: float, cls: str = "row") -> tuple[str, 
     return f'<div class="{cls}">\n' + "\n".join(t.html for t in items) + "\n</div>", total
 
 
-def _text_height(text: str, chars: int = TEXT_CHARS) -> float:
-    return TEXT_LINE * math.ceil(max(len(text), 1) / chars) + 1.0
+def _text_height(text: str, chars: int = TEXT_CHARS, margin: float = 0.5) -> float:
+    """Lines of text (an overestimate of how many) and the margin between paragraphs (they collapse)."""
+    return TEXT_LINE * math.ceil(max(len(text), 1) / chars) + margin
 
 
 def _paper(func: str, paper: object) -> tuple[str, float, float]:
@@ -698,10 +700,15 @@ def _paper(func: str, paper: object) -> tuple[str, float, float]:
 PAGE_WIDTH = min(w for _, w, _ in PAPERS.values()) - 2 * MARGIN  # the same layout on every paper
 
 
+def _short(tokens: Sequence[str]) -> list[str]:
+    """Token labels of at most 6 characters (``transformers`` -> ``trans.``), so tables stay narrow."""
+    return [t if len(t) <= 6 else t[:5] + "." for t in tokens]
+
+
 def _head_items(ws: Worksheet, head: int) -> list[_Table]:
     """The tables of one head, in an order that packs well: given weights and the head's output,
     then Q | K | V, then the scores and the weights."""
-    toks, d_k, dims, s, t, W = ws.tokens, ws.d_k, ws.features, ws.steps, ws.trace, ws.weights
+    toks, d_k, dims, s, t, W = _short(ws.tokens), ws.d_k, ws.features, ws.steps, ws.trace, ws.weights
     q, k, v = _labels("q", d_k), _labels("k", d_k), _labels("v", d_k)
     first, middle, last = [], [], []
     if "qkv" in s:
@@ -741,7 +748,7 @@ def _sheet_page(ws: Worksheet) -> tuple[str, float]:
         height += _text_height(paragraph)
     steps = _step_lines(ws)
     out.append('<ol class="steps">' + "".join(f"<li>{html.escape(line)}</li>" for line in steps) + "</ol>")
-    height += 2.0 + sum(_text_height(line, TEXT_CHARS - 5) for line in steps)
+    height += 2.0 + sum(_text_height(line, TEXT_CHARS - 5, margin=0.0) for line in steps)
     top = [_html_table(ws.x, "X", toks, ws.features)]
     if "softmax" in s:
         top.append(_html_table([[str(r.d) for r in ws.table], [f"{r.x:.3f}" for r in ws.table],
@@ -763,8 +770,9 @@ def _sheet_page(ws: Worksheet) -> tuple[str, float]:
         out.append("<h2>All heads</h2>")
         html_row, row_h = _row([
             _html_table(ws.weights.W_O, "W_O", _labels("c", h * d_k), _labels("d", len(ws.x[0]))),
-            _html_table(None, "concat", toks, _labels("c", h * d_k), blank=True),
-            _html_table(None, "output = concat W_O", toks, _labels("d", len(ws.x[0])), blank=True)], PAGE_WIDTH)
+            _html_table(None, "concat", _short(toks), _labels("c", h * d_k), blank=True),
+            _html_table(None, "output = concat W_O", _short(toks), _labels("d", len(ws.x[0])), blank=True)],
+            PAGE_WIDTH)
         out.append(html_row)
         height += H2 + row_h
     out.append("</section>")
@@ -780,7 +788,8 @@ def _key_page(ws: Worksheet) -> tuple[str, float]:
     groups: dict = {}
     for title, M, rows, cols, digits in _key_items(ws):
         head = next((h for h in range(len(ws.jobs)) if title.endswith(f", head {h}")), None)
-        groups.setdefault(head, []).append(_html_table(M, title.split(", head ")[0], rows, cols, digits))
+        cols = _short(cols) if cols == ws.tokens else cols
+        groups.setdefault(head, []).append(_html_table(M, title.split(", head ")[0], _short(rows), cols, digits))
     for head, tables in groups.items():
         heading = "All heads" if head is None else f"Head {head}: {ws.jobs[head]}"
         html_row, row_h = _row(tables, PAGE_WIDTH)
