@@ -35,6 +35,9 @@ worksheet(student, ...)    the Worksheet: tokens, X, weights, scale, trace, raw 
                            the e^x table, the heads' jobs, the steps asked
 paper_worksheet()          the same for the hand-chosen example of notebook 00a
 answer_cells(ws)           how many cells the student fills in
+degenerate(ws)             what falls below the floor (an empty list for every drawn sheet)
+page_heights(ws)           the printed heights (mm) of the sheet and its key, worked out
+fits_one_page(ws, paper)   both fit one page of a4 or letter
 as_json(ws)                the problem and every answer, as one JSON object
 to_markdown(ws, key=...)   the sheet as Markdown (answers only with key=True)
 to_html(sheets, key=...)   a print-ready page: one student per page, each key on its own
@@ -231,7 +234,12 @@ def _draw(rng: random.Random, heads: int, tokens: int) -> tuple[list[str], list[
 
 
 def degenerate(ws: Worksheet) -> list[str]:
-    """What falls below the floor: all-zero columns of Q, K, V; heads with two or more uniform rows."""
+    """What falls below the floor: all-zero columns of Q, K, V; heads with two or more uniform rows.
+
+    >>> degenerate(worksheet(1))
+    []
+    """
+    _check_worksheet("degenerate", ws)
     found = []
     for name, group in (("Q", ws.trace.Q), ("K", ws.trace.K), ("V", ws.trace.V)):
         for h, M in enumerate(group):
@@ -894,15 +902,14 @@ def _row_question(rng: random.Random, masked: bool) -> Question:
     table = _exp_lines([s - max(seen) for s in seen], scale)
     weights = softmax([s * scale for s in seen]) + [0.0] * (len(row) - len(seen))
     by_table = table_softmax(seen, scale) + [0.0] * (len(row) - len(seen))
-    lines = "; ".join(f"d = {r.d}: e^{r.x:.1f} = {r.exp:.4f}" for r in table)
     if masked:
         prompt = (f"Token {keep}'s raw scores against the keys at positions 0-3 are {row}, d_k = 4 (scale 1/2), "
-                  f"with a causal mask: token {keep} may attend to positions 0-{keep} only. Write its {len(row)} attention weights to 2 decimals. "
-                  f"Table: {lines}.")
+                  f"with a causal mask: token {keep} may attend to positions 0-{keep} only. Write its {len(row)} "
+                  "attention weights to 2 decimals, with the table of e^x.")
         qid, title = "masked", "A masked row"
     else:
         prompt = (f"Raw scores of one row are {row}, d_k = 4 (scale 1/2). Write the {len(row)} attention weights "
-                  f"to 2 decimals. Table: {lines}.")
+                  "to 2 decimals, with the table of e^x.")
         qid, title = "softmax", "One softmax row"
     return Question(qid, title, prompt,
                     {"raw_scores": row, "scale": scale, "visible": keep + 1, "table": [list(r) for r in table]},
@@ -914,8 +921,11 @@ def _row_question(rng: random.Random, masked: bool) -> Question:
 def _q_shape(rng: random.Random) -> Question:
     d_model, heads = rng.choice([(64, 4), (96, 4), (96, 6), (128, 8), (128, 4), (256, 8), (384, 6), (512, 8),
                                  (768, 12), (192, 3)])
-    T, B = rng.randint(5, 40), rng.randint(2, 16)
     d_k = d_model // heads
+    while True:  # every size different, so each place of a shape can be told apart when marking
+        T, B = rng.randint(5, 40), rng.randint(2, 16)
+        if len({T, B, heads, d_k}) == 4:
+            break
     answer = {"d_k": d_k, "Q_per_head": [B, heads, T, d_k], "scores": [B, heads, T, T], "W_O": [d_model, d_model]}
     return Question("shape", "A shape question",
                     f"A batch of {B} sequences of {T} tokens, d_model = {d_model}, {heads} heads. Write d_k, the shape "
@@ -980,6 +990,10 @@ def exam_markdown(ex: Exam, *, key: bool = False) -> str:
     out = [f"# Multi-head attention exam: student {ex.student}", "", _EXAM_NOTE, ""]
     for n, q in enumerate(ex.questions, 1):
         out += [f"{n}. **{q.title}.** {q.prompt}", ""]
+        if "table" in q.given:
+            out += ["   | d = s - max | x = d * scale | e^x |", "   |---:|---:|---:|"]
+            out += [f"   | {d} | {x:.1f} | {e:.4f} |" for d, x, e in q.given["table"]]
+            out.append("")
     if key:
         out += ["## Answer key", ""]
         if not ex.term:
@@ -996,6 +1010,11 @@ def _exam_page(ex: Exam) -> str:
         n = len(q.answer["weights"]) if "weights" in q.answer else 0
         boxes = _html_table(None, "weights", [""], [f"w{j}" for j in range(n)], blank=True).html if n else \
             "<p>Answer: " + '<span class="line"></span> ' * (4 if q.id == "shape" else 2) + "</p>"
+        if "table" in q.given:
+            rows = q.given["table"]
+            boxes = '<div class="row">' + _html_table(
+                [[str(d) for d, _, _ in rows], [f"{x:.1f}" for _, x, _ in rows], [f"{e:.4f}" for _, _, e in rows]],
+                "table of e^x", ["d = s - max", "x = d * scale", "e^x"], [""] * len(rows)).html + boxes + "</div>"
         out.append(f"<li><b>{html.escape(q.title)}.</b> {html.escape(q.prompt)}<br>{boxes}"
                    '<div style="height:18mm"></div></li>')
     out += ["</ol>", "</section>"]
