@@ -600,7 +600,8 @@ def _check_bool(func: str, name: str, value: object) -> None:
 
 ROW = 4.5  # a row of printed numbers, border included
 BLANK_ROW = 8.6  # a row of answer cells, border included: 8.3 mm to write in
-BLANK_CELL = 10.0  # width of an answer cell: "0.94" by hand
+BLANK_CELL = 10.0  # width of an answer cell for a decimal: "0.94" by hand
+INT_CELL = 8.0  # ... for a small integer (Q, K, V, raw scores): "-6" by hand
 LABEL = 12.5  # the row-label column: six letters at 7.5pt
 CAPTION = 4.5
 HEAD_ROW = 4.5  # the column labels
@@ -642,11 +643,12 @@ class _Table(NamedTuple):
 
 
 def _html_table(M, title: str, rows: Sequence[str], cols: Sequence[str], digits: int = 0, *,
-                blank: bool = False, starts: Sequence[int] = ()) -> _Table:
-    """A labelled table of fixed size (mm); ``starts``: columns that open a new block (a thick line)."""
+                blank: bool = False, starts: Sequence[int] = (), cell: float = BLANK_CELL) -> _Table:
+    """A labelled table of fixed size (mm); blank cells ``cell`` mm wide (or wider, for the labels);
+    ``starts``: columns that open a new block (a thick line)."""
     texts = [] if blank else [_cell(v, digits) for row in M for v in row]
     longest = max([len(c) for c in cols] + [len(v) for v in texts] + [1])
-    cell_w = max(BLANK_CELL if blank else 0.0, longest * CHAR + 1.0)
+    cell_w = max(cell if blank else 0.0, longest * CHAR + 1.0)
     label_w = max([LABEL] + [len(r) * CHAR + 1.0 for r in rows])
     width = label_w + cell_w * len(cols)
     out = [f'<table class="{"m blank" if blank else "m"}" style="width:{width:.1f}mm">'
@@ -677,7 +679,7 @@ def _side_by_side(title: str, parts: Sequence[tuple[Optional[Matrix], list[str]]
         if M is not None:
             for out_row, row in zip(M, block):
                 out_row.extend(row)
-    return _html_table(M, title, rows, cols, blank=blank, starts=starts[1:])
+    return _html_table(M, title, rows, cols, blank=blank, starts=starts[1:], cell=INT_CELL)
 
 
 def _row(items: Sequence[_Table], width: float, cls: str = "row") -> tuple[str, float]:
@@ -713,16 +715,19 @@ def _short(tokens: Sequence[str]) -> list[str]:
     return [t if len(t) <= 6 else t[:5] + "." for t in tokens]
 
 
-def _head_items(ws: Worksheet, head: int) -> list[_Table]:
+def _head_items(ws: Worksheet, head: int, width: float) -> list[_Table]:
     """The tables of one head, in an order that packs well: given weights and the head's output,
-    then Q | K | V, then the scores and the weights."""
+    then Q | K | V (as three tables when one is wider than ``width``), then the scores and the weights."""
     toks, d_k, dims, s, t, W = _short(ws.tokens), ws.d_k, ws.features, ws.steps, ws.trace, ws.weights
     q, k, v = _labels("q", d_k), _labels("k", d_k), _labels("v", d_k)
     first, middle, last = [], [], []
     if "qkv" in s:
         first.append(_side_by_side("W_Q | W_K | W_V", [(W.W_Q[head], q), (W.W_K[head], k), (W.W_V[head], v)], dims))
-        middle.append(_side_by_side("Q | K | V = X W_Q | X W_K | X W_V", [(None, q), (None, k), (None, v)], toks,
-                                    blank=True))
+        together = _side_by_side("Q | K | V = X W_Q | X W_K | X W_V", [(None, q), (None, k), (None, v)], toks,
+                                 blank=True)
+        middle += [together] if together.width <= width else [
+            _html_table(None, f"{name} = X W_{name}", toks, labels, blank=True, cell=INT_CELL)
+            for name, labels in (("Q", q), ("K", k), ("V", v))]
     else:
         if "scores" in s:
             first.append(_side_by_side("Q | K", [(integer_matrix(t.Q[head]), q), (integer_matrix(t.K[head]), k)],
@@ -732,7 +737,7 @@ def _head_items(ws: Worksheet, head: int) -> list[_Table]:
     if "output" in s:
         first.append(_html_table(None, "output = weights V", toks, v, blank=True))
     if "scores" in s:
-        last.append(_html_table(None, "raw scores Q K^T", toks, toks, blank=True))
+        last.append(_html_table(None, "raw scores Q K^T", toks, toks, blank=True, cell=INT_CELL))
     elif "softmax" in s:
         first.append(_html_table(ws.raw_scores[head], "raw scores Q K^T", toks, toks))
     if "softmax" in s:
@@ -768,7 +773,7 @@ def _sheet_page(ws: Worksheet) -> tuple[str, float]:
     column = (PAGE_WIDTH - GAP * (h - 1)) / h  # one column per head, side by side
     columns, tallest = [], 0.0
     for head in range(h):
-        html_row, row_h = _row(_head_items(ws, head), column)
+        html_row, row_h = _row(_head_items(ws, head, column), column)
         title = f"Head {head}: {ws.jobs[head]}"
         columns.append(f'<div style="width:{column:.1f}mm"><h2>{html.escape(title)}</h2>\n{html_row}</div>')
         tallest = max(tallest, H2 + row_h + _text_height(title, int(column / 2.2)) - TEXT_LINE - 1.0)
