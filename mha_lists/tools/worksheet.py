@@ -471,7 +471,8 @@ def _story(ws: Worksheet) -> list[str]:
     features += ("; first, last mark the first and the last token." if "first" in ws.features else ".")
     jobs = [f"head {h} looks for {job} and carries {carry}" for h, (job, carry) in enumerate(zip(ws.jobs, ws.carries))]
     heads = ("The weights were built so that " + "; ".join(jobs) + ". Before you start, predict which token each "
-             "token will look at in each head; after the softmax, circle the largest weight of each row and compare.")
+             "token will look at in each head" + ("; after the softmax, circle the largest weight of each row and "
+                                                  "compare." if "softmax" in ws.steps else "."))
     return [features, heads]
 
 
