@@ -198,9 +198,10 @@ def _x(tokens: int, features: list[str]) -> list[list[int]]:
     return rows
 
 
-def _draw_head(rng: random.Random, features: list[str], d_k: int) -> tuple[str, str, Matrix, Matrix, Matrix]:
-    """One head: its job(s), what V carries, and W_Q, W_K, W_V (d_model, d_k)."""
-    jobs = [j for j in JOBS if not j.needs or j.needs in features]
+def _draw_head(rng: random.Random, features: list[str], d_k: int,
+               taken: Sequence[str]) -> tuple[str, str, Matrix, Matrix, Matrix]:
+    """One head: its job(s) (none of the ``taken`` ones), what V carries, and W_Q, W_K, W_V (d_model, d_k)."""
+    jobs = [j for j in JOBS if (not j.needs or j.needs in features) and j.name not in taken]
     chosen = rng.sample(jobs, d_k // 2)  # d_k 4 (one head): two jobs at once, scores add
     carries = [c for c, fs in _CARRIES.items() if all(f in features for f in fs)]
     carry = rng.sample(carries, d_k // 2)
@@ -224,7 +225,9 @@ def _draw(rng: random.Random, heads: int, tokens: int) -> tuple[list[str], list[
     d_model = len(features)
     d_k = d_model // heads
     sentence = rng.choice(SENTENCES[tokens]).split()
-    drawn = [_draw_head(rng, features, d_k) for _ in range(heads)]
+    drawn = []
+    for _ in range(heads):  # each head a job of its own
+        drawn.append(_draw_head(rng, features, d_k, [job for head in drawn for job in head[0].split(" and ")]))
     W_O = [[0] * d_model for _ in range(heads * d_k)]
     for c in range(d_model):
         for r in rng.sample(range(heads * d_k), rng.choice((1, 2))):
