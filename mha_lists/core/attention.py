@@ -31,7 +31,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from . import matrix
-from .checks import ShapeError, check_int, check_matrix, check_same_shapes, check_vector, checked, kind
+from .checks import (ShapeError, all_numbers, check_int, check_matrix, check_same_shapes, check_vector, checked,
+                     kind)
 from .matrix import Matrix, Vector, add_row, concat_heads, matmul, transpose
 from .softmax_and_masks import Mask, apply_mask, softmax_rows
 
@@ -80,6 +81,13 @@ def _check_biases(func: str, name: str, biases: object, count: int, width: int) 
             )
 
 
+def _per_head(func: str, name: str, mats: list, fine: bool) -> tuple[int, int, int]:
+    """(heads, rows, columns) of a list of per-head matrices that must share one shape."""
+    if fine and len({(len(M), len(M[0])) for M in mats}) == 1:
+        return len(mats), len(mats[0]), len(mats[0][0])
+    return check_same_shapes(func, name, mats, finite=True)  # finds the problem and names it
+
+
 @kind("weights")
 def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -> Dims:
     """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes.
@@ -89,9 +97,13 @@ def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -
     """
     if not isinstance(weights, MHAWeights):
         raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")
-    h, d_model, d_k = check_same_shapes(func, "weights.W_Q", weights.W_Q, finite=True)
-    g, d_model_k, d_k_k = check_same_shapes(func, "weights.W_K", weights.W_K, finite=True)
-    g_v, d_model_v, d_v = check_same_shapes(func, "weights.W_V", weights.W_V, finite=True)
+    groups = (weights.W_Q, weights.W_K, weights.W_V)
+    # Usually every entry is a finite number: one test in C for all the matrices at once.
+    fine = all(type(group) is list and group for group in groups) and \
+        all_numbers([*weights.W_Q, *weights.W_K, *weights.W_V, weights.W_O], finite=True)
+    h, d_model, d_k = _per_head(func, "weights.W_Q", weights.W_Q, fine)
+    g, d_model_k, d_k_k = _per_head(func, "weights.W_K", weights.W_K, fine)
+    g_v, d_model_v, d_v = _per_head(func, "weights.W_V", weights.W_V, fine)
     if (d_model_k, d_k_k) != (d_model, d_k):
         raise ShapeError(
             f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_k}x{d_k_k}; "
@@ -106,7 +118,8 @@ def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -
         raise ShapeError(
             f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
         )
-    rows, cols = check_matrix(func, "weights.W_O", weights.W_O, finite=True)
+    rows, cols = (len(weights.W_O), len(weights.W_O[0])) if fine else \
+        check_matrix(func, "weights.W_O", weights.W_O, finite=True)
     if (rows, cols) != (h * d_v, d_model):
         raise ShapeError(
             f"{func}: W_O is {rows}x{cols}; it must be (num_heads * d_v) x d_model = "

@@ -143,6 +143,20 @@ def check_matrix(func: str, name: str, M: object, *, finite: bool = False) -> tu
     return shape_
 
 
+def all_numbers(matrices: Sequence, *, finite: bool = False) -> bool:
+    """True when every matrix is a list of non-empty lists of one width, of ints and floats (and
+    finite, if asked): the usual case, tested in C for many matrices at once. When it says no,
+    ``check_matrix`` on each finds the problem and names it.
+    """
+    if type(matrices) is not list or set(map(type, matrices)) != {list} or not all(matrices):
+        return False
+    rows = list(chain.from_iterable(matrices))
+    return (set(map(type, rows)) == {list} and all(rows)
+            and all(len(set(map(len, M))) == 1 for M in matrices)
+            and set(map(type, chain.from_iterable(rows))) <= _NUMBER_TYPES
+            and (not finite or _finite_total(rows)))
+
+
 def _finite_total(M: Sequence[Sequence[float]]) -> bool:
     try:
         return math.isfinite(sum(map(sum, M)))
