@@ -31,7 +31,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from .cli import OneLineErrorParser, Table, trace_items
 from ..teaching.display import format_number
-from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB
+from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
+from ..teaching.pictures import pipeline
 
 __all__ = [
     "PYODIDE_VERSION", "PYODIDE_URL", "MAX_D_MODEL", "MAX_TOKENS", "Settings", "parse_query",
@@ -270,7 +271,11 @@ def walkthrough_html(settings: Settings) -> str:
     if in_section:
         body.append("</section>")
     summary = "".join(f"<li>{html.escape(line)}</li>" for line in header[1:])  # header[0] is the CLI's title
-    return f'<ul class="summary">{summary}</ul>' + "\n".join(body)
+    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
+                         seed=settings.seed)
+    picture = (f'<div class="pipeline">{pipeline(ex).svg}<p class="explain">The whole layer with this '
+               "example's shapes; each head's weights drawn as a grid (darker = more weight).</p></div>")
+    return f'<ul class="summary">{summary}</ul>' + picture + "\n".join(body)
 
 
 def page_update(query: str) -> str:
