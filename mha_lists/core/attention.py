@@ -36,9 +36,7 @@ from .checks import (ShapeError, all_numbers, check_int, check_matrix, check_sam
 from .matrix import Matrix, Vector, add_row, concat_heads, matmul, transpose
 from .softmax_and_masks import Mask, apply_mask, softmax_rows
 
-__all__ = ["attention", "attention_steps", "Head", "each_head", "default_scale", "multi_head_attention", "attention_trace",
-           "AttentionTrace", "project_heads", "linear", "kv_head_for", "MHAWeights", "Dims", "check_weights",
-           "multiply_adds"]
+__all__ = ["attention", "multi_head_attention", "attention_trace", "kv_head_for", "MHAWeights"]
 
 
 # === The weights ===
@@ -81,13 +79,6 @@ def _check_biases(func: str, name: str, biases: object, count: int, width: int) 
             )
 
 
-def _per_head(func: str, name: str, mats: list, fine: bool) -> tuple[int, int, int]:
-    """(heads, rows, columns) of a list of per-head matrices that must share one shape."""
-    if fine and len({(len(M), len(M[0])) for M in mats}) == 1:
-        return len(mats), len(mats[0]), len(mats[0][0])
-    return check_same_shapes(func, name, mats, finite=True)  # finds the problem and names it
-
-
 @kind("weights")
 def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -> Dims:
     """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes.
@@ -98,12 +89,17 @@ def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -
     if not isinstance(weights, MHAWeights):
         raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")
     groups = (weights.W_Q, weights.W_K, weights.W_V)
-    # Usually every entry is a finite number: one test in C for all the matrices at once.
+    # Usually every entry is a finite number and each group's heads share one shape: tested in C.
     fine = all(type(group) is list and group for group in groups) and \
         all_numbers([*weights.W_Q, *weights.W_K, *weights.W_V, weights.W_O], finite=True)
-    h, d_model, d_k = _per_head(func, "weights.W_Q", weights.W_Q, fine)
-    g, d_model_k, d_k_k = _per_head(func, "weights.W_K", weights.W_K, fine)
-    g_v, d_model_v, d_v = _per_head(func, "weights.W_V", weights.W_V, fine)
+    shapes = [{(len(M), len(M[0])) for M in group} for group in groups] if fine else []
+    if fine and all(len(s) == 1 for s in shapes):
+        (h, g, g_v), ((d_model, d_k),), ((d_model_k, d_k_k),), ((d_model_v, d_v),) = map(len, groups), *shapes
+    else:  # find the problem and name it
+        fine = False
+        h, d_model, d_k = check_same_shapes(func, "weights.W_Q", weights.W_Q, finite=True)
+        g, d_model_k, d_k_k = check_same_shapes(func, "weights.W_K", weights.W_K, finite=True)
+        g_v, d_model_v, d_v = check_same_shapes(func, "weights.W_V", weights.W_V, finite=True)
     if (d_model_k, d_k_k) != (d_model, d_k):
         raise ShapeError(
             f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_k}x{d_k_k}; "

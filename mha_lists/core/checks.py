@@ -133,9 +133,12 @@ def check_matrix(func: str, name: str, M: object, *, finite: bool = False) -> tu
     # width, every entry an int or a float and, if asked, a finite total (a nan or
     # inf entry makes any sum nan or inf; the total is a test, never a result).
     if (type(M) is list and M and set(map(type, M)) == {list} and len(set(map(len, M))) == 1 and M[0]
-            and set(map(type, chain.from_iterable(M))) <= _NUMBER_TYPES
-            and (not finite or _finite_total(M))):
-        return len(M), len(M[0])
+            and set(map(type, chain.from_iterable(M))) <= _NUMBER_TYPES):
+        try:
+            if not finite or math.isfinite(sum(map(sum, M))):
+                return len(M), len(M[0])
+        except OverflowError:  # an int too large for a float: named below
+            pass
     # Otherwise find the problem and name it.
     shape_ = check_rows(func, name, M)
     for i, row in enumerate(M):
@@ -151,15 +154,11 @@ def all_numbers(matrices: Sequence, *, finite: bool = False) -> bool:
     if type(matrices) is not list or set(map(type, matrices)) != {list} or not all(matrices):
         return False
     rows = list(chain.from_iterable(matrices))
-    return (set(map(type, rows)) == {list} and all(rows)
-            and all(len(set(map(len, M))) == 1 for M in matrices)
-            and set(map(type, chain.from_iterable(rows))) <= _NUMBER_TYPES
-            and (not finite or _finite_total(rows)))
-
-
-def _finite_total(M: Sequence[Sequence[float]]) -> bool:
+    if not (set(map(type, rows)) == {list} and all(rows) and all(len(set(map(len, M))) == 1 for M in matrices)
+            and set(map(type, chain.from_iterable(rows))) <= _NUMBER_TYPES):
+        return False
     try:
-        return math.isfinite(sum(map(sum, M)))
+        return not finite or math.isfinite(sum(map(sum, rows)))
     except OverflowError:  # an int too large for a float
         return False
 

@@ -48,11 +48,8 @@ from .matrix import Matrix, Vector, concat_heads, matmul, split_heads, transpose
 from .matrix import scale as scale_matrix  # the name ``scale`` is the attention scale here
 from .softmax_and_masks import Mask
 
-__all__ = [
-    "softmax_backward", "softmax_jacobian", "column_sums", "sum_matrices",
-    "attention_backward", "attention_backward_trace", "multi_head_attention_backward",
-    "MHAGradients", "BackwardTrace",
-]
+__all__ = ["softmax_backward", "softmax_jacobian", "column_sums", "attention_backward",
+           "attention_backward_trace", "multi_head_attention_backward"]
 
 
 # === Small pieces ===

@@ -20,8 +20,8 @@ Number = Union[int, float]
 Vector = list[float]
 Matrix = list[list[float]]
 
-__all__ = ["Matrix", "Vector", "Number", "shape", "dot", "matmul", "transpose", "add", "add_row", "scale",
-           "split_heads", "concat_heads", "split_rows"]
+__all__ = ["shape", "dot", "matmul", "transpose", "add", "add_row", "scale", "split_heads", "concat_heads",
+           "split_rows"]
 
 
 # === Shapes ===

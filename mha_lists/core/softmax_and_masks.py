@@ -21,8 +21,7 @@ from .matrix import Matrix, Vector
 
 Mask = list[list[bool]]
 
-__all__ = ["Mask", "causal_mask", "padding_mask", "length_mask", "combine_masks", "apply_mask", "check_mask",
-           "softmax", "softmax_rows", "entropy"]
+__all__ = ["causal_mask", "padding_mask", "length_mask", "combine_masks", "softmax", "softmax_rows", "entropy"]
 
 
 # === Masks ===

@@ -15,7 +15,7 @@ from ..core.checks import ShapeError, check_positive_int
 from ..core.attention import multiply_adds
 from ..core.matrix import Matrix, matmul
 
-__all__ = ["multiply_adds", "MultiplyAddCounter"]
+__all__ = ["MultiplyAddCounter"]
 
 
 class MultiplyAddCounter:

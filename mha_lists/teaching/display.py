@@ -14,8 +14,8 @@ from typing import Optional
 
 from ..core.checks import (ShapeError, check_int, check_number, check_rows, check_vector, is_number, too_large)
 
-__all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart", "show",
-           "Heatmap", "BarChart"]
+__all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
+           "show"]
 
 
 def format_number(x: float, digits: int = 4) -> str:

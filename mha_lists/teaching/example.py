@@ -17,8 +17,7 @@ from ..core.matrix import Matrix
 from ..core.attention import MHAWeights
 from .weights import check_layer_settings, check_std, check_weight_count, derive_rng, init_mha_weights
 
-__all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
-           "running_example", "tokenize", "encode", "embedding_table", "embed"]
+__all__ = ["VOCAB", "PAD_ID", "running_example", "tokenize", "encode", "embedding_table", "embed"]
 
 VOCAB = ["<PAD>", "<BOS>", "<EOS>", "I", "like", "transformers"]
 SENTENCE = "<BOS> I like transformers <EOS>"

@@ -44,10 +44,7 @@ from ..core.checks import ShapeError, check_int, check_matrix, check_number, che
 from ..core.matrix import Matrix, Vector, matmul, transpose
 from ..core.attention import MHAWeights
 
-__all__ = [
-    "PAPER_TOKENS", "PAPER_FEATURES", "PAPER_HEADS", "PAPER_STORY", "PaperExample", "paper_example", "raw_scores",
-    "integer_matrix", "score_differences", "exp_table", "table_softmax", "ExpRow",
-]
+__all__ = ["paper_example", "raw_scores", "integer_matrix", "score_differences", "exp_table", "table_softmax"]
 
 PAPER_STORY = """\
 Each token is four integers. The first two say where it stands, a quarter turn per \

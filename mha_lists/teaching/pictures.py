@@ -33,8 +33,7 @@ from ..core.checks import ShapeError, check_int, check_matrix, check_vector, des
 from ..core.matrix import Matrix, Vector
 from .example import Example, running_example
 
-__all__ = ["Picture", "pipeline", "attention_lines", "query_key_arrows", "line_chart", "HEAD_STYLES",
-           "MAX_TOKENS", "MAX_HEADS", "OVERLAY_HEADS", "MAX_POINTS"]
+__all__ = ["pipeline", "attention_lines", "query_key_arrows", "line_chart"]
 
 MAX_TOKENS = 32  # tokens (queries or keys) in one picture
 MAX_HEADS = 16  # heads in one attention_lines picture

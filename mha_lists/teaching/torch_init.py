@@ -33,10 +33,8 @@ from .weights import check_size, check_weight_count, derive_rng
 
 MAX_FAN = 10**12  # fan_in and fan_out of the bounds: far past any layer, and well inside float64
 
-__all__ = [
-    "kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha_in_proj_bound",
-    "torch_linear_weights", "torch_mha_weights",
-]
+__all__ = ["kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha_in_proj_bound",
+           "torch_linear_weights", "torch_mha_weights"]
 
 
 # === Bounds ===

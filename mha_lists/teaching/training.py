@@ -56,11 +56,9 @@ from ..core.softmax_and_masks import softmax
 from ..core.attention import MHAWeights, check_weights
 from .weights import check_layer_settings, check_size, check_std, derive_rng, init_matrix, init_mha_weights
 
-__all__ = [
-    "LETTERS", "Model", "model_from_example", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
-    "cross_entropy", "model_gradients", "batch_gradients", "flatten", "unflatten", "AdamState",
-    "adam_step", "train", "attention_weights", "previous_token_weight", "previous_token_weights", "accuracy",
-]
+__all__ = ["model_from_example", "make_sequences", "targets", "forward", "cross_entropy", "model_gradients",
+           "batch_gradients", "flatten", "unflatten", "AdamState", "adam_step", "train", "attention_weights",
+           "previous_token_weights", "accuracy"]
 
 LETTERS = ["a", "b", "c", "d", "e"]  # the toy vocabulary
 

@@ -94,8 +94,9 @@ def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:
 
     Every Python function of the package that starts counts (``sys.setprofile``);
     comprehensions are not functions a reader follows, and are left out. A checked
-    function's door (checks.py) is counted with the function it opens, in ``calls``
-    and in the functions; ``frames`` counts each door as a frame of its own too.
+    function's door (``door`` in checks.py, and the ``check`` it runs at the
+    outermost call) is counted with the function it opens, in ``calls`` and in the
+    functions; ``frames`` counts each door as a frame of its own too.
     """
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     seen: Counter = Counter()
@@ -110,8 +111,9 @@ def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:
         run()
     finally:
         sys.setprofile(None)
-    doors = sum(n for (file, name), n in seen.items() if name == "door")
-    functions = {key for key in seen if key[1] != "door"}
+    door = {key for key in seen if key[0].endswith("checks.py") and key[1] in ("door", "check")}
+    doors = sum(seen[key] for key in door)
+    functions = set(seen) - door
     files = {file for file, _ in seen}
     return sum(seen.values()) - doors, sum(seen.values()), len(functions), len(files)
 

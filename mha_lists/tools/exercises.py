@@ -69,8 +69,7 @@ from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
 
-__all__ = ["CheckFailed", "check_close", "NotebookError", "read_notebook", "student_copy", "write_student_copies",
-           "tampering", "score", "Score", "CODE_STUB", "EXERCISES"]
+__all__ = ["check_close"]
 
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"

@@ -34,10 +34,7 @@ from ..teaching.display import format_number
 from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
 from ..teaching.pictures import pipeline
 
-__all__ = [
-    "PYODIDE_VERSION", "PYODIDE_URL", "MAX_D_MODEL", "MAX_TOKENS", "Settings", "parse_query",
-    "query_string", "cli_command", "walkthrough_html", "page_update", "module_files", "build_site", "main",
-]
+__all__ = []
 
 PYODIDE_VERSION = "314.0.7"  # the version the browser tests run (package.json); CPython 3.14
 PYODIDE_URL = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"

@@ -71,9 +71,7 @@ from ..teaching.weights import derive_rng
 from ..teaching.paper import (PAPER_HEADS, PAPER_STORY, ExpRow, exp_table, integer_matrix, paper_example, raw_scores,
                               score_differences, table_softmax)
 
-__all__ = ["Worksheet", "worksheet", "paper_worksheet", "answer_cells", "degenerate", "page_heights", "fits_one_page",
-           "as_json", "to_markdown", "to_html",
-           "Exam", "exam", "exam_json", "exam_markdown", "exam_html", "SENTENCES", "STEP_NAMES"]
+__all__ = []
 
 # === Limits and settings ===
 
