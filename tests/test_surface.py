@@ -31,7 +31,7 @@ def test_at_most_30_names_at_the_top_and_100_exported_in_all():
 
 
 def test_every_exported_name_is_used_by_a_notebook_the_docs_or_another_module():
-    texts = [p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *ROOT.glob("docs/*.md")] if p.exists()]
+    texts = [p.read_text(encoding="utf-8") for p in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *ROOT.glob("docs/*.md")] if p.exists()]
     for path in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("notebooks/exercises/*.ipynb")]:
         texts.append("\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]))
     for module in MODULES:
