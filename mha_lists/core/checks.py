@@ -249,15 +249,15 @@ class _Kind(NamedTuple):
 KINDS: dict[str, _Kind] = {}
 
 
-def kind(name: str, axes: tuple[str, ...] = ()) -> Callable:
+def kind(name: str, axes: tuple[str, ...] = ()) -> Callable:  # pragma: no mutate
     """Register a kind of argument whose check is also given the sizes expected so far.
 
-    The core registers "mask" and "weights" this way.
+    The core registers "mask" and "weights" this way (when it is imported).
     """
-    def register(check: Callable) -> Callable:
-        KINDS[name] = _Kind(check, axes, expects=True)
-        return check
-    return register
+    def register(check: Callable) -> Callable:  # pragma: no mutate
+        KINDS[name] = _Kind(check, axes, expects=True)  # pragma: no mutate
+        return check  # pragma: no mutate
+    return register  # pragma: no mutate
 
 
 KINDS["matrix"] = _Kind(check_matrix, ("rows", "columns"))
@@ -280,14 +280,15 @@ class _Rule(NamedTuple):
     sizes: tuple[str, ...]  # a name ("T") or a number ("1") per size
 
 
-def _rule(name: str, spec: str) -> _Rule:
-    words = spec.split()
-    optional = words[:1] == ["optional"]
-    words = words[optional:]
-    for n in (2, 1):  # "finite matrix" before "matrix"
-        if " ".join(words[:n]) in KINDS:
-            return _Rule(name, optional, KINDS[" ".join(words[:n])], tuple(words[n:]))
-    raise ValueError(f"checked: {name}={spec!r} names no kind of argument ({', '.join(KINDS)})")
+def _rule(name: str, spec: str) -> _Rule:  # pragma: no mutate
+    # Runs when a module is imported (mutants of it would never run in a test): tested by behaviour.
+    words = spec.split()  # pragma: no mutate
+    optional = words[:1] == ["optional"]  # pragma: no mutate
+    words = words[optional:]  # pragma: no mutate
+    for n in (2, 1):  # "finite matrix" before "matrix"  # pragma: no mutate
+        if " ".join(words[:n]) in KINDS:  # pragma: no mutate
+            return _Rule(name, optional, KINDS[" ".join(words[:n])], tuple(words[n:]))  # pragma: no mutate
+    raise ValueError(f"checked: {name}={spec!r} names no kind of argument ({', '.join(KINDS)})")  # pragma: no mutate
 
 
 def _looks(name: str, sizes: Any) -> str:
@@ -332,88 +333,110 @@ def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = 
     ...
     mha_lists.core.checks.ShapeError: product_shape: A is 1x2 and B is 1x2; A's columns (2) must equal B's rows (1)
     """
-    rules = [_rule(name, spec) for name, spec in contract.items()]
-    why, same = why or {}, same or {}
+    rules = [_rule(name, spec) for name, spec in contract.items()]  # pragma: no mutate
 
-    def decorate(fn: Callable) -> Callable:
-        func = fn.__name__
-        signature = inspect.signature(fn)
+    def decorate(fn: Callable) -> Callable:  # pragma: no mutate
+        # Runs once, when the module is imported; what a call does is in _through_door below.
+        door_of = _Door(fn, fn.__name__, inspect.signature(fn), rules, why or {}, same or {},  # pragma: no mutate
+                        also, finite_result, inside)  # pragma: no mutate
 
-        @functools.wraps(fn)
-        def door(*args: Any, **kwargs: Any) -> Any:
-            caller = _inside[0]  # the checked function running now, if any: then the arguments are trusted
-            if caller is not None and not inside:
-                return fn(*args, **kwargs)
-            if caller is None:
-                check(args, kwargs)
-                _inside[0] = func
+        @functools.wraps(fn)  # pragma: no mutate
+        def door(*args: Any, **kwargs: Any) -> Any:  # pragma: no mutate
+            if _inside[0] is not None and not inside:  # pragma: no mutate
+                return fn(*args, **kwargs)  # a call from inside: its arguments are trusted  # pragma: no mutate
+            return _through_door(door_of, args, kwargs)  # pragma: no mutate
+
+        door.contract = contract  # what the door checks, for readers and tools  # pragma: no mutate
+        return door  # pragma: no mutate
+
+    return decorate  # pragma: no mutate
+
+
+class _Door(NamedTuple):
+    """What ``checked`` knows about one function."""
+
+    fn: Callable
+    func: str  # its name, for the messages
+    signature: inspect.Signature
+    rules: list[_Rule]
+    why: dict[str, str]
+    same: dict[str, str]
+    also: Optional[Callable]
+    finite_result: Union[bool, Callable]
+    inside: bool
+
+
+def _through_door(door: _Door, args: tuple, kwargs: dict) -> Any:
+    """Call door.fn: from outside, check the arguments first and trust them inside; report an overflow."""
+    caller = _inside[0]  # the checked function running now, if any
+    if caller is None:
+        _check_arguments(door, args, kwargs)
+        _inside[0] = door.func
+    try:
+        result = door.fn(*args, **kwargs)
+    except OverflowError as error:  # fsum's running total, or math.exp, left float64's range
+        if caller is not None:
+            raise
+        raise too_large(door.func) from error
+    except ValueError as error:  # fsum met inf - inf: two overflowed terms
+        if caller is not None or "fsum" not in str(error):
+            raise
+        raise too_large(door.func) from error
+    finally:
+        if caller is None:
+            _inside[0] = None
+    if door.finite_result:  # inf or nan in a result: the arithmetic overflowed
+        part = result if door.finite_result is True else door.finite_result(result)
+        if type(part) is list and part and type(part[0]) is list:  # a matrix: the test runs in C
             try:
-                result = fn(*args, **kwargs)
-            except OverflowError as error:  # fsum's running total, or math.exp, left float64's range
-                if caller is not None:
-                    raise
-                raise too_large(func) from error
-            except ValueError as error:  # fsum met inf - inf: two overflowed terms
-                if caller is not None or "fsum" not in str(error):
-                    raise
-                raise too_large(func) from error
-            finally:
-                if caller is None:
-                    _inside[0] = None
-            if finite_result:  # inf or nan in a result: the arithmetic overflowed
-                part = result if finite_result is True else finite_result(result)
-                if type(part) is list and part and type(part[0]) is list:  # a matrix: the test runs in C
-                    try:
-                        finite = all(map(math.isfinite, chain.from_iterable(part)))
-                    except OverflowError:  # an int too large for a float
-                        finite = False
-                else:
-                    finite = _finite(part)
-                if not finite:
-                    raise too_large(caller or func)  # under the name of the function the learner called
-            return result
+                finite = all(map(math.isfinite, chain.from_iterable(part)))
+            except OverflowError:  # an int too large for a float
+                finite = False
+        else:
+            finite = _finite(part)
+        if not finite:
+            raise too_large(caller or door.func)  # under the name of the function the learner called
+    return result
 
-        def check(args: tuple, kwargs: dict) -> None:
-            try:
-                arguments = signature.bind(*args, **kwargs)
-            except TypeError as error:
-                raise TypeError(f"{func}: {error}") from None
-            arguments.apply_defaults()
-            values = arguments.arguments
-            sizes: dict[str, int] = {}
-            first: dict[str, tuple] = {}  # size name -> (argument, its sizes, axis) that named it
-            for rule in rules:
-                value = values[rule.name]
-                if value is None and rule.optional:
-                    continue
-                if rule.kind.expects:
-                    expected = tuple(sizes.get(s, sizes.get(same.get(s), int(s) if s.isdigit() else None))
-                                     for s in rule.sizes)
-                    found = rule.kind.check(func, rule.name, value, expected)
-                else:
-                    found = rule.kind.check(func, rule.name, value)
-                if hasattr(found, "_asdict"):  # named sizes, such as the weights' Dims
-                    found = found._asdict()
-                elif not rule.kind.axes:  # an int, a number, a switch: no sizes
-                    continue
-                found = (found,) if isinstance(found, int) else found
-                named = ((s, n, "") for s, n in found.items()) if isinstance(found, dict) else \
-                    zip(rule.sizes, found, rule.kind.axes)
-                for size, n, axis in named:
-                    want = sizes.get(size, int(size) if size.isdigit() else None)
-                    if want is None:
-                        sizes[size] = n
-                        first[size] = (rule.name, found, axis)
-                    elif n != want:
-                        raise ShapeError(_disagree(func, why.get(rule.name) or why.get(size), first.get(size),
-                                                   rule.name, found, axis, n, want, sizes))
-            if also is not None:
-                also(func, values, sizes)
 
-        door.contract = contract  # what the door checks, for readers and tools
-        return door
-
-    return decorate
+def _check_arguments(door: _Door, args: tuple, kwargs: dict) -> None:
+    """Check each argument against its kind, and every size named twice against the first."""
+    func = door.func
+    try:
+        arguments = door.signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"{func}: {error}") from None
+    arguments.apply_defaults()
+    values = arguments.arguments
+    sizes: dict[str, int] = {}
+    first: dict[str, tuple] = {}  # size name -> (argument, its sizes, axis) that named it
+    for rule in door.rules:
+        value = values[rule.name]
+        if value is None and rule.optional:
+            continue
+        if rule.kind.expects:
+            expected = tuple(sizes.get(s, sizes.get(door.same.get(s), int(s) if s.isdigit() else None))
+                             for s in rule.sizes)
+            found = rule.kind.check(func, rule.name, value, expected)
+        else:
+            found = rule.kind.check(func, rule.name, value)
+        if hasattr(found, "_asdict"):  # named sizes, such as the weights' Dims
+            found = found._asdict()
+        elif not rule.kind.axes:  # an int, a number, a switch: no sizes
+            continue
+        found = (found,) if isinstance(found, int) else found
+        named = ((s, n, "") for s, n in found.items()) if isinstance(found, dict) else \
+            zip(rule.sizes, found, rule.kind.axes)
+        for size, n, axis in named:
+            want = sizes.get(size, int(size) if size.isdigit() else None)
+            if want is None:
+                sizes[size] = n
+                first[size] = (rule.name, found, axis)
+            elif n != want:
+                raise ShapeError(_disagree(func, door.why.get(rule.name) or door.why.get(size), first.get(size),
+                                           rule.name, found, axis, n, want, sizes))
+    if door.also is not None:
+        door.also(func, values, sizes)
 
 
 def _finite(result: Any) -> bool:
