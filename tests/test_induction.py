@@ -135,7 +135,7 @@ def test_training_is_deterministic_and_lowers_the_loss():
 @pytest.mark.parametrize("change, match", [
     ({"num_layers": 1}, "init_model: num_layers is 1; an induction head needs 2 layers"),
     ({"min_len": 1}, "init_model: min_len is 1; a sequence too short to repeat"),
-    ({"max_len": 11}, "init_model: max_len is 11; a run is distinct tokens, so it can be at most vocab_size = 10"),
+    ({"max_len": 9}, "init_model: max_len is 9; a run is distinct tokens, so it can be at most vocab_size = 8"),
     ({"vocab_size": 27}, "init_model: vocab_size is 27; the limit is 26"),
     ({"steps": 10 ** 6}, "init_model: steps is 1000000; the limit is 5000"),
     ({"d_model": 7}, "init_model: d_model 7 is not divisible by num_heads 2"),
