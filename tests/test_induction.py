@@ -216,3 +216,30 @@ def test_command_bad_input_is_one_line_and_exit_2(args):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("python -m mha_lists.tools.induction: error: ")
+
+
+# === The printed sheet ===
+
+
+def test_paper_sheet_matches_the_module():
+    from mha_lists.teaching.display import format_matrix
+    sheet = (ROOT / "docs" / "induction-on-paper.md").read_text(encoding="utf-8")
+    vocab, sequence = ["A", "B", "C", "D"], "A B C D A B C".split()
+    ids = [vocab.index(t) for t in sequence]
+    rows = [f"{i} {t}" for i, t in enumerate(sequence)]
+    model = hand_built_model(4, 7)
+    t = forward(model, ids)
+    blocks = [
+        format_matrix(t.layers[0].Q[0], row_labels=rows, col_labels=[f"q{i}" for i in range(7)], digits=0,
+                      title="Q, layer 0"),
+        format_matrix(t.layers[0].K[0], row_labels=rows, col_labels=[f"k{i}" for i in range(7)], digits=0,
+                      title="K, layer 0"),
+        format_matrix(t.layers[1].attention[0][4:], row_labels=rows[4:], col_labels=rows, digits=4,
+                      title="attention weights, layer 1 (exact)"),
+        format_matrix(t.logits[4:], row_labels=rows[4:], col_labels=vocab, digits=4, title="logits (exact)"),
+    ]
+    for text in blocks:
+        assert f"```\n{text}\n```" in sheet
+    guesses = predict(model, ids)
+    assert "; ".join(f"after {rows[i]} the guess is {vocab[guesses[i]]}" for i in range(4, 7)) in sheet
+    assert [vocab[g] for g in guesses[4:]] == ["B", "C", "D"]
