@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from mha_lists import ShapeError, causal_mask, matmul, transpose
+from mha_lists import ShapeError, matmul, transpose
 from mha_lists.teaching.induction import (
-    HeadScore, InductionModel, Settings, flatten, forward, hand_built_model, head_scores, init_model,
+    InductionModel, Settings, first_half_targets, flatten, forward, hand_built_model, head_scores, init_model,
     make_sequence, make_sequences, model_gradients, one_layer_model, part_slices, predict, repeat_accuracy,
-    repeat_targets, first_half_targets, succeeded, train, unflatten,
+    repeat_targets, succeeded, train, unflatten,
 )
 from mha_lists.tools import induction as command
 
@@ -83,6 +83,22 @@ def test_hand_built_scores():
     assert (prev0.layer, prev0.head, ind1.layer) == (0, 0, 1)
     assert prev0.previous_token > 0.9 and ind1.induction > 0.8
     assert succeeded([prev0, ind1], 1.0) and not succeeded([prev0, ind1], 0.89)
+
+
+def test_sequences_are_runs_and_their_repeats():
+    settings = Settings()
+    seqs = make_sequences(50, settings, "held-out")
+    assert seqs == make_sequences(50, settings, "held-out") and seqs != make_sequences(50, settings, "other")
+    for seq in seqs:
+        L = len(seq) // 2
+        assert settings.min_len <= L <= settings.max_len and seq[:L] == seq[L:] and len(set(seq[:L])) == L
+    assert len({len(seq) for seq in seqs}) > 1  # the run length varies from sequence to sequence
+
+
+def test_flatten_and_back():
+    model = init_model(Settings(vocab_size=4, d_model=4, max_len=3))
+    again = unflatten(flatten(model), model)
+    assert isinstance(again, InductionModel) and again == model
 
 
 def test_targets():

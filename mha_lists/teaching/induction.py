@@ -29,9 +29,11 @@ repeat (``repeat_targets``).
 =================================  ===================================================
 InductionModel                     the parameters (a NamedTuple)
 hand_built_model, one_layer_model  small-integer weights: the circuit, and one layer trying
-PARTS, part_slices                 the four parts of the hand-built residual stream
+PARTS, part_slices, HAND_SCALE     the four parts of the hand-built residual stream; its scale
+token_names                        letters for token ids: A, B, C, ...
+Settings, check_settings           sizes, data and optimiser settings of a training run
+LIMITS                             the largest sizes accepted (so nothing hangs)
 init_model                         random parameters (N(0,1) embeddings, N(0,1/d) weights)
-Settings                           sizes, data and optimiser settings of a training run
 make_sequence, make_sequences      a random run and its repeat
 repeat_targets, first_half_targets what each position must predict (None: not scored)
 forward                            every intermediate of one pass (a Trace)
@@ -56,12 +58,11 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights, check_weights
-from ..core.checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, describe,
-                           reported_as)
-from ..core.gradients import attention_backward, column_sums
-from ..core.matrix import Matrix, Vector, add, concat_heads, matmul, scale, split_heads, transpose
+from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, reported_as
+from ..core.gradients import attention_backward
+from ..core.matrix import Matrix, add, concat_heads, matmul, scale, split_heads, transpose
 from ..core.softmax_and_masks import apply_mask, causal_mask, softmax_rows
-from .training import AdamState, adam_step, cross_entropy
+from .training import adam_step, cross_entropy
 from .weights import derive_rng
 
 __all__ = [
@@ -433,6 +434,8 @@ class LayerTrace(NamedTuple):
 
 
 class Trace(NamedTuple):
+    """Every intermediate of one forward pass."""
+
     layers: list[LayerTrace]
     residual: Matrix  # (T, d_model): the stream after the last layer
     logits: Matrix  # (T, vocab_size)
