@@ -207,7 +207,8 @@ def test_command_output_format_on_a_short_run():
         assert 0 <= float(prev) <= 1 and 0 <= float(ind) <= 1 and len(prev) == len(ind) == 4
     assert lines[5].startswith("accuracy on the repeated halves: ") and len(lines) == 6
     progress = err.getvalue()
-    assert progress.startswith("\rstep 1/2  loss on the repeated half ") and "\rstep 2/2" in progress
+    assert progress.startswith("\rstep 1/2  loss (repeat) ") and "\rstep 2/2" in progress
+    assert all(len(line) == 72 for line in progress.rstrip("\n").split("\r")[1:])
     assert progress.endswith("\n") and progress.count("\n") == 1
 
 
@@ -259,3 +260,49 @@ def test_paper_sheet_matches_the_module():
     guesses = predict(model, ids)
     assert "; ".join(f"after {rows[i]} the guess is {vocab[guesses[i]]}" for i in range(4, 7)) in sheet
     assert [vocab[g] for g in guesses[4:]] == ["B", "C", "D"]
+
+
+# === The notebooks survive a learner's edit ===
+# Notebooks 18 and 19 build their example in one cell (``sequence = ...``, ``settings = ...``), not
+# with ``running_example``; their edits are run here, in-process (no kernel): every code cell, in
+# order, with one line of the example cell changed. Every check a cell prints must stay True.
+
+
+def run_notebook(name, monkeypatch, changes):
+    import json
+    path = ROOT / "notebooks" / name
+    cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    sources = ["".join(c["source"]) for c in cells]
+    for old, new in changes.items():
+        assert sum(old in s for s in sources) == 1, old
+        sources = [s.replace(old, new) for s in sources]
+    monkeypatch.chdir(path.parent)
+    out = io.StringIO()
+    namespace = {}
+    with redirect_stdout(out):
+        for source in sources:
+            exec(compile(source, name, "exec"), namespace)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {'sequence = "A B C D A B C".split()': 'sequence = "B D A C D A".split()'},
+    {'vocab = ["A", "B", "C", "D"]': 'vocab = list("ABCDEF")',
+     'sequence = "A B C D A B C".split()': 'sequence = "F A C E B F A C".split()'},
+    {'sequence = "A B C D A B C".split()': 'sequence = "A B C D".split()'},  # nothing repeats
+], ids=["as-given", "another-sequence", "six-letters", "no-repeat"])
+def test_notebook_18_survives_a_learners_edit(monkeypatch, changes):
+    text = run_notebook("18_induction_by_hand.ipynb", monkeypatch, changes)
+    assert "match" in text and "False" not in text.replace("same in both sequences: False", "")
+    assert text.count("wrong") == 0
+
+
+@pytest.mark.parametrize("changes", [
+    {'run = "C A F E B"': 'run = "H G F"'},
+    {"settings = Settings(seed=0)": "settings = Settings(seed=3, steps=6)", "short_steps = 10": "short_steps = 3"},
+], ids=["another-run", "another-seed-trains-here"])
+def test_notebook_19_survives_a_learners_edit(monkeypatch, changes):
+    text = run_notebook("19_induction_learned.ipynb", monkeypatch, changes)
+    assert "first steps identical, bit for bit: True" in text
+    assert ("trained here" in text) == ("seed=3" in str(changes))

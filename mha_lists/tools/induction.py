@@ -105,10 +105,13 @@ def report_lines(model: InductionModel, settings: Settings) -> list[str]:
 
 
 def progress_printer(stream: TextIO, steps: int):
-    """A ``progress`` function for ``train`` that rewrites one line on ``stream``."""
+    """A ``progress`` function for ``train`` that rewrites one line on ``stream``: the step, the batch's
+    loss on the repeated half, its best layer-0 previous-token and best last-layer induction score."""
     def show(step: int, history: History) -> None:
-        stream.write(f"\rstep {step}/{steps}  loss on the repeated half {history.repeat_loss[-1]:.3f}  "
-                     f"previous-token {history.previous_token[-1]:.2f}  induction {history.induction[-1]:.2f}")
+        # Under 80 columns, padded so a shorter line covers a longer one before it.
+        line = (f"step {step}/{steps}  loss (repeat) {history.repeat_loss[-1]:.3f}  "
+                f"previous-token {history.previous_token[-1]:.2f}  induction {history.induction[-1]:.2f}")
+        stream.write("\r" + line.ljust(72))
         if step == steps:
             stream.write("\n")
         stream.flush()
