@@ -299,7 +299,7 @@ def test_notebook_18_survives_a_learners_edit(monkeypatch, changes):
 
 
 @pytest.mark.parametrize("changes", [
-    {'run = "C A F E B"': 'run = "H G F"'},
+    {'run = "C A F E B"': 'run = "H G F"', "short_steps = 10": "short_steps = 3"},
     {"settings = Settings(seed=0)": "settings = Settings(seed=3, steps=6)", "short_steps = 10": "short_steps = 3"},
 ], ids=["another-run", "another-seed-trains-here"])
 def test_notebook_19_survives_a_learners_edit(monkeypatch, changes):
