@@ -11,12 +11,14 @@ core/       the formula, read in one sitting
                                   split_heads, concat_heads
             softmax_and_masks.py  causal_mask, padding_mask, combine_masks, softmax,
                                   softmax_rows
-            attention.py          attention (one head), multi_head_attention,
-                                  attention_trace, MHAWeights
+            attention.py          attention (one head; attention_steps keeps its
+                                  steps), each_head (the head loop),
+                                  multi_head_attention, attention_trace, MHAWeights
             gradients.py          attention_backward, multi_head_attention_backward
 teaching/   around it: the examples the notebooks use and the topics beyond one layer
             example.py (running_example), paper.py (notebook 00a), weights.py
             (init_mha_weights, parameter_count), display.py (print_matrix, heatmaps),
+            pictures.py (SVG drawn from the live numbers),
             strided.py, cost.py, torch_init.py, block.py, decoding.py (decode_step),
             training.py
 tools/      apart: commands, ``python -m mha_lists.tools.NAME``
@@ -27,17 +29,14 @@ The names below are the ones the core notebooks use; everything else is imported
 from its file (``from mha_lists.teaching.strided import view``).
 """
 
+from .core.attention import MHAWeights, attention, attention_trace, multi_head_attention
 from .core.checks import ShapeError
+from .core.gradients import attention_backward, multi_head_attention_backward
+from .core.matrix import add, add_row, concat_heads, dot, matmul, scale, shape, split_heads, transpose
+from .core.softmax_and_masks import causal_mask, combine_masks, padding_mask, softmax, softmax_rows
 from .teaching.decoding import decode_step
 from .teaching.display import attention_heatmap, format_matrix, print_matrix
 from .teaching.example import running_example
-from .core.gradients import attention_backward, multi_head_attention_backward
-from .core.softmax_and_masks import causal_mask, combine_masks, padding_mask
-from .core.matrix import add, add_row, concat_heads, dot, matmul, scale, shape, split_heads, transpose
-from .core.attention import attention_trace, multi_head_attention
-from .core.attention import attention
-from .core.softmax_and_masks import softmax, softmax_rows
-from .core.attention import MHAWeights
 from .teaching.weights import init_mha_weights, parameter_count
 
 __all__ = [

@@ -2,6 +2,8 @@
 
 ``need`` skips a test whose tools are missing, or fails it where CI sets
 MHA_LISTS_REQUIRE_BROWSER=1. ``run_in_pyodide`` runs Python code under Pyodide in Node.
+``serve`` serves a folder on 127.0.0.1; ``chromium`` opens Debian's headless chromium through
+Playwright with every request recorded and every one that would leave 127.0.0.1 aborted.
 ``cli_tables`` and ``page_parts`` read the CLI's text and the page's HTML into the same
 plain lists: a table is ``(caption, column_labels, rows)`` with rows
 ``[(row_label, [cell, ...]), ...]``, every cell the text shown, so two equal tables show
@@ -10,18 +12,28 @@ exactly the same numbers.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
 import pathlib
 import re
 import shutil
 import subprocess
+import threading
 from html.parser import HTMLParser
+from typing import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
 REQUIRED = os.environ.get("MHA_LISTS_REQUIRE_BROWSER") == "1"
+CHROMIUM = os.environ.get("MHA_LISTS_CHROMIUM", "/usr/bin/chromium")
+# The flags of a locked-down classroom machine: nothing but the page talks to the network.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def need(available: bool, reason: str) -> None:
@@ -45,6 +57,61 @@ def run_in_pyodide(folder: pathlib.Path, code: str) -> str:
                             cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=600)
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
+                      ".json": "application/json", ".zip": "application/zip", ".whl": "application/zip"}
+
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@contextlib.contextmanager
+def serve(folder: pathlib.Path) -> Iterator[str]:
+    """Serve folder on 127.0.0.1 (a free port); yield its URL, ending in "/"."""
+    handler = functools.partial(_Handler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def chromium(profile: pathlib.Path, width: int = 1600, height: int = 1000):
+    """Headless Debian chromium (Playwright), a fresh profile; ``context.requests`` records every URL
+    asked for, ``context.blocked`` those not on 127.0.0.1, which are aborted: the outside is unreachable."""
+    need(pathlib.Path(CHROMIUM).exists(), f"chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, 'Playwright for Python is not installed (pip install -e ".[browser]")')
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": width, "height": height})
+        context.requests, context.blocked = [], []
+
+        def route(request_route):
+            url = request_route.request.url
+            context.requests.append(url)
+            if urlsplit(url).hostname == "127.0.0.1":
+                request_route.continue_()
+            else:
+                context.blocked.append(url)
+                request_route.abort()
+
+        context.route("**/*", route)
+        try:
+            yield context
+        finally:
+            context.close()
+
 
 TITLE = re.compile(r"^\S.* \(\d+x\d+\)$")
 
@@ -93,7 +160,7 @@ class _PageReader(HTMLParser):
         classes = dict(attrs).get("class", "") or ""
         if tag == "figure" and "matrix" in classes.split():
             self.tables.append(["", [], []])
-        elif tag in ("caption", "th", "td", "h2", "h3", "li"):
+        elif tag in ("figcaption", "th", "td", "h2", "h3", "li"):
             self._text = []
             self._where = tag
         elif tag in ("thead", "tbody"):
@@ -108,7 +175,7 @@ class _PageReader(HTMLParser):
             return
         text = " ".join("".join(self._text).split())
         self._text = None
-        if tag == "caption":
+        if tag == "figcaption":
             self.tables[-1][0] = text
         elif tag == "th" and self._part == "thead":
             self.tables[-1][1].append(text)

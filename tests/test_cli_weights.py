@@ -59,8 +59,8 @@ def test_weights_adds_lines_and_changes_none():
     assert "W_Q, head" not in plain
 
 
-def test_readme_widths_are_what_is_printed():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_guides_widths_are_what_is_printed():
+    readme = (ROOT / "docs" / "instructor-guide.md").read_text(encoding="utf-8")
     claims = {
         (): r"default output is (\d+) columns wide",
         ("--digits", "2"): r"`--digits 2` alone (\d+)",
@@ -68,5 +68,5 @@ def test_readme_widths_are_what_is_printed():
     }
     for args, pattern in claims.items():
         found = re.search(pattern, readme)
-        assert found, f"the README no longer says {pattern!r}"
+        assert found, f"the instructor guide no longer says {pattern!r}"
         assert int(found.group(1)) == widest(run(*args).stdout), args

@@ -1,4 +1,5 @@
-"""The instructor guide and the README's classroom claims hold: timings add up, counts match, commands run."""
+"""The README, CONTRIBUTING.md, the instructor guide and the handout hold: timings add up, counts match,
+commands run, links resolve, every notebook is listed, and the guide's measured answers recompute."""
 
 import json
 import pathlib
@@ -12,6 +13,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GUIDE = (ROOT / "docs" / "instructor-guide.md").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+HANDOUT = (ROOT / "docs" / "handout.md").read_text(encoding="utf-8")
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 EXERCISES = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
 
@@ -23,16 +26,19 @@ def section(title):
 
 
 def test_guide_has_every_part_the_issue_asks_for():
-    for title in ("Prerequisites", "Learning objectives", "Session 1 (90 minutes)", "Session 2 (90 minutes)",
-                  "Misconceptions the notebooks correct", "Worksheets and answer keys",
-                  "Exercises that check themselves", "No-install options"):
+    for title in ("Prerequisites", "Learning objectives", "Before the first class", "Session 1 (90 minutes)",
+                  "Session 2 (90 minutes)", "Misconceptions the notebooks correct", "Worksheets, exams and marking",
+                  "Exercises that check themselves", "No-install options", 'Answers to "Try this"'):
         section(title)
     assert "each head reads only its slice of x" in GUIDE.lower()
+    assert "[`worksheets-and-exams.md`](worksheets-and-exams.md)" in section("Worksheets, exams and marking")
+    assert "rubric" in section("Worksheets, exams and marking") and "--exam" in section("Worksheets, exams and marking")
+    assert "[`handout.md`](handout.md)" in GUIDE
 
 
 @pytest.mark.parametrize("title, notebooks", [
-    ("Session 1 (90 minutes)", ["00_", "00a_", "01_", "02_", "03_", "04_", "05_", "06_", "07_"]),
-    ("Session 2 (90 minutes)", ["08_", "09_", "10_", "11_", "12_", "13_"]),
+    ("Session 1 (90 minutes)", ["00a_", "04_", "07_"]),
+    ("Session 2 (90 minutes)", ["08_", "12_", "17_"]),
 ])
 def test_each_session_is_90_minutes_without_gaps_and_covers_its_notebooks(title, notebooks):
     text = section(title)
@@ -42,6 +48,59 @@ def test_each_session_is_90_minutes_without_gaps_and_covers_its_notebooks(title,
     named = re.findall(r"`(\d\da?_[a-z_]+)`", text)
     assert all(name in NOTEBOOKS for name in named), named
     assert [n for n in notebooks if not any(name.startswith(n) for name in named)] == []
+    # a realistic session: at most four notebooks in class, and the first rows give time to log in
+    assert len(set(named)) <= 4, sorted(set(named))
+    first_row = text[text.index("| 0–"):].split("\n")[0].lower()
+    assert "log in" in first_row or "setup" in first_row, first_row
+
+
+def test_session_1_sends_the_other_core_notebooks_home():
+    homework = section("Session 1 (90 minutes)").split("| 85–90 |")[1].split("\n")[0]
+    for n in ("00", "01", "02", "03", "05", "06"):
+        assert re.search(rf"\b{n}\b", homework), n
+
+
+def test_guide_answers_every_notebooks_try_this():
+    answers = section('Answers to "Try this"')
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if any("## Try this" in "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"):
+            number = path.stem.split("_")[0]
+            assert re.search(rf"^### {number} · ", answers, re.M), f"no answers for {path.name}'s Try this"
+
+
+def test_guide_corrects_the_misconceptions_issue_14_lists():
+    found = re.findall(r"^(\d+)\. (\*\*.*?)(?=^\d+\. |\Z)", section("Misconceptions the notebooks correct"), re.S | re.M)
+    items = {number: " ".join(text.split()) for number, text in found}
+    assert "safeguard" in items["7"] and "cancels" in items["7"]
+    assert "`reshape`" in items["14"] and "`clone` always copies" in items["14"]
+    assert "in this module" in items["16"].lower() and "only to rounding" in items["16"]
+    no_install = section("No-install options")
+    assert "being added" not in no_install and "00–19" in no_install
+
+
+def test_guide_try_this_answers_recompute():
+    """A sample of the guide's measured answers, recomputed with the module (cheap ones only)."""
+    import math
+
+    from mha_lists import attention_trace, init_mha_weights, matmul, parameter_count, running_example, softmax
+    answers = " ".join(section('Answers to "Try this"').split())
+    assert f"from 64 to {matmul([[1, 2, 3], [4, 5, 6]], [[7, 8], [9, 10], [11, 0]])[0][1]:.0f}" in answers
+    ex = running_example()
+    trace = attention_trace(ex.x, ex.weights)
+    assert f"`<EOS>` is {trace.attention[0][1][4]:.4f}" in answers
+    assert f"With `10 * s` it is {softmax([10 * s for s in trace.scores[0][1]])[4]:.6f}" in answers
+    assert f"the largest weight, {max(trace.attention[1][4]):.4f}, is on `I`" in answers
+    assert f"is {parameter_count(init_mha_weights(768, 12, seed=0, bias=True)):,}" in answers
+    mqa = init_mha_weights(16, 2, seed=0, num_kv_heads=1)
+    counts = attention_trace(ex.x, mqa).multiply_adds
+    assert f"K and V are {counts['K']} multiply-adds each" in answers and counts["K"] == counts["V"]
+    assert f"`parameter_count` is {parameter_count(mqa)}" in answers
+    assert f"{4 * 1024 ** 2 + 4 * 1024:,} parameters per attention block" in answers
+    assert f"{2 * (2 * 8 * 128) * 32 * 8192 / 2 ** 30:.1f} GiB in fp16" in answers
+    wide = ex.rebuild(d_model=24, num_heads=3)
+    assert f"`parameter_count` is {parameter_count(wide.weights):,}" in answers
+    assert math.isclose(parameter_count(wide.weights), 4 * 24 ** 2)
 
 
 def test_exercise_counts_in_the_guide_match_the_notebooks():
@@ -56,6 +115,79 @@ def test_exercise_counts_in_the_guide_match_the_notebooks():
 def test_readme_lists_every_notebook():
     for name in NOTEBOOKS:
         assert f"`{name}.ipynb`" in README, name
+    # the sidebar and the induction notebooks (18, 19 may land after this test)
+    for name in ("07a_floating_point", "18_induction_by_hand", "19_induction_learned"):
+        assert f"| `{name}.ipynb` |" in README, name
+    assert "![" in README and "](docs/pipeline.svg)" in README
+
+
+def test_readme_is_for_learners_short_and_starts_with_the_two_commands():
+    assert len(README.split()) <= 1500, len(README.split())
+    headings = re.findall(r"^## (.*)$", README, re.M)
+    assert headings[0] == "Two commands for a fresh machine", headings
+    first_block = README.split("```bash", 1)[1].split("```", 1)[0]
+    assert [line.split("#")[0].strip() for line in first_block.strip().split("\n")] == [
+        "python -m mha_lists", "pip install -r requirements.txt && python -m pytest"]
+    assert "venv" in README.split("## The notebooks")[0]
+    for maintainer_only in ("mutmut", "## Benchmark", "## Public API", ".ci/run"):
+        assert maintainer_only not in README, maintainer_only
+    for claim in ("fourteen notebooks", "highest when there are few tokens"):
+        assert claim not in README and claim not in CONTRIBUTING, claim
+    assert "one platform" in README and "C library" in README
+
+
+def test_readme_names_the_notebooks_that_draw_pictures():
+    listed = re.search(r"Notebooks ([0-9a, ]+) and (\d\d)\s+draw pictures", README)
+    assert listed, "the README no longer says which notebooks draw pictures"
+    numbers = [n.strip() for n in listed.group(1).split(",")] + [listed.group(2)]
+    drawing = {p.stem.split("_")[0] for p in (ROOT / "notebooks").glob("*.ipynb")
+               if "mha_lists.teaching.pictures" in p.read_text(encoding="utf-8")}
+    assert set(numbers) <= drawing, set(numbers) - drawing
+    assert {"00a", "07", "17"} <= set(numbers)
+
+
+# Targets that other branches of this round add; the lead empties this set when merging them.
+PENDING = {"docs/induction-on-paper.md"}
+
+
+@pytest.mark.parametrize("doc", ["README.md", "CONTRIBUTING.md", "docs/instructor-guide.md", "docs/handout.md"])
+def test_relative_links_resolve(doc):
+    path = ROOT / doc
+    text = path.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert targets or doc == "docs/handout.md"
+    for target in targets:
+        if re.match(r"[a-z]+:", target):
+            continue
+        file = (path.parent / target.split("#")[0]).resolve()
+        relative = file.relative_to(ROOT).as_posix()
+        assert file.exists() or relative in PENDING, f"{doc}: {target} does not exist"
+
+
+def test_contributing_has_the_maintainer_parts():
+    for title in ("The layout and the import rule", "How arguments are checked", "The public API",
+                  "Changing the module, re-executing the notebooks", "Tests: three levels", "CI stages",
+                  "Mutation testing", "The benchmark", "PyTorch parity", "Pyodide and JupyterLite"):
+        assert re.search(rf"^##+ {re.escape(title)}", CONTRIBUTING, re.M), title
+    for placeholder in ("<!-- TBD-mutmut -->", "<!-- TBD-bench -->"):
+        assert placeholder in CONTRIBUTING
+    for word in ("`@checked`", "why=", "also(", "finite_result", "Trusted inner calls", "python -m pytest -m slow",
+                 "tools/execute_notebooks.py", "tools/check_against_torch.py", "pip install -e .[dev]"):
+        assert word.strip("`").lstrip("@") in CONTRIBUTING, word
+
+
+def test_handout_has_the_formula_the_shapes_and_the_picture():
+    from mha_lists import attention_trace, running_example, shape
+    assert len(HANDOUT.split()) <= 500
+    assert "](pipeline.svg)" in HANDOUT and "softmax" in HANDOUT and "sqrt{d_k}" in HANDOUT
+    ex = running_example()
+    trace = attention_trace(ex.x, ex.weights)
+    rows = dict(re.findall(r"^\| (\d) \| .*? \| (\d+ × \d+) \|$", HANDOUT, re.M))
+    expected = [shape(ex.x), shape(trace.Q[0]), shape(trace.scores[0]), shape(trace.attention[0]),
+                shape(trace.head_outputs[0]), shape(trace.concat), shape(trace.output)]
+    assert [rows[str(n)] for n in range(1, 8)] == [f"{a} × {b}" for a, b in expected]
+    assert f"{ex.seq_len} tokens, `d_model` {ex.d_model}" in " ".join(HANDOUT.split())
+    assert f"{ex.num_heads} heads, `d_k = d_v = {ex.d_model} / {ex.num_heads} = {ex.d_k}`" in " ".join(HANDOUT.split())
 
 
 def commands(text, prefix):
@@ -66,15 +198,17 @@ def commands(text, prefix):
 
 
 @pytest.mark.parametrize("argv", [*commands(GUIDE, "python -m mha_lists.tools.worksheet"),
-                                  *commands(README, "python -m mha_lists.tools.worksheet")], ids=" ".join)
+                                  *commands(README, "python -m mha_lists.tools.worksheet"),
+                                  *commands(CONTRIBUTING, "python -m mha_lists.tools.worksheet")], ids=" ".join)
 def test_worksheet_commands_of_the_guide_and_readme_run(argv):
     result = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stderr == "" and result.stdout
 
 
-def test_every_public_name_of_the_classroom_modules_is_in_the_readme():
-    from mha_lists.teaching import paper
-    from mha_lists.tools import exercises, worksheet
-    for module in (paper, worksheet, exercises):
+def test_every_public_name_of_the_classroom_modules_is_in_the_api_table():
+    from mha_lists.teaching import paper, pictures
+    from mha_lists.tools import exercises, site, worksheet
+    table = CONTRIBUTING.split("## The public API", 1)[1].split("\n## ", 1)[0]
+    for module in (paper, pictures, worksheet, exercises, site):
         for name in module.__all__:
-            assert f"`{name}" in README, f"{module.__name__}.{name} is not in the README's API table"
+            assert f"`{name}" in table, f"{module.__name__}.{name} is not in CONTRIBUTING.md's API table"

@@ -1,50 +1,65 @@
-"""The exercise notebooks: nbgrader's metadata, checks that fail on empty and on wrong answers.
+"""The exercise notebooks and their grading: nbgrader's metadata, hidden checks, tampering scores 0.
 
-nbval runs the stored solution notebooks (they pass). Here every student copy is executed with
-nbclient, once as handed out (each solution is ``raise NotImplementedError()``) and once with
-every solution replaced by a wrong-but-plausible answer: every check cell must fail.
+nbval runs the stored teacher's notebooks (they pass). Here ``score`` grades submissions made from
+them: the solutions get every point; the empty student copies, wrong answers, tampered check cells
+and answers copied from the visible check get less, each with a named reason. ``score`` runs a
+notebook in a fresh Python without a Jupyter kernel, about half a second each.
 """
 
 import json
+import math
 import pathlib
 import re
 import subprocess
 import sys
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from mha_lists.tools.exercises import CODE_STUB, CheckFailed, check_close, score, student_copy, write_student_copies
+from mha_lists import attention_trace, running_example, softmax
+from mha_lists.tools.exercises import (CODE_STUB, CheckFailed, NotebookError, check_close, read_notebook, score,
+                                       student_copy, tampering, write_student_copies)
+from mha_lists.tools.exercises import _clear_hidden
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXERCISES = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
-CORE = {p.name[:2]: p.name for p in (ROOT / "notebooks").glob("0[2-7]_*.ipynb")}
+CORE = {p.name.split("_")[0]: p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
 
 # One wrong-but-plausible answer per solution cell (by grade_id): what replaces the solution region.
 WRONG = {
-    "02_q_entry": "q_entry = sum(x[i][t] * weights.W_K[0][t][c] for t in range(len(x[0])))",  # W_K for W_Q
-    "02_K1": "K1 = [[sum(row[t] * weights.W_K[0][t][c] for t in range(len(row))) for c in range(len(row) // 2)] for row in x]",
-    "02_V_heads": "V_heads = split_heads(matmul(x, concat_heads(weights.W_V)), 1)",  # one head, not h
-    "03_score": "score = sum(a * b for a, b in zip(trace.Q[0][i], trace.K[0][j]))",  # forgot / sqrt(d_k)
-    "03_S1": "S1 = [[sum(a * b for a, b in zip(q, k)) / len(q) for k in trace.K[1]] for q in trace.Q[1]]",  # / d_k
+    "00a_raw_score": "return sum(a * b for a, b in zip(x_i, x_j))",  # forgot the weights
+    "00a_weights_row": "top = max(raw_row)\nexps = [math.exp(s - top) for s in raw_row]\n"
+                       "return [e / sum(exps) for e in exps]",  # forgot / sqrt(d_k)
+    "02_q_entry": "return sum(x[i][t] * W_Q[t][c] for t in range(1, len(x[0])))",  # skipped t = 0
+    "02_keys": "return [[sum(row[t] * W_K[t][c] for t in range(len(W_K[0]))) for c in range(len(W_K[0]))] for row in x]",
+    "02_V_heads": "return split_heads(matmul(x, concat_heads(W_V)), 1)",  # one head, not h
+    "03_score": "return sum(a * b for a, b in zip(q, k))",  # forgot / sqrt(d_k)
+    "03_S": "return [[sum(a * b for a, b in zip(q, k)) / len(q) for k in K] for q in Q]",  # / d_k
     "04_my_softmax": "exps = [math.exp(s - max(row)) for s in row]\nreturn exps",  # not normalised
-    "04_A0_causal": "A0_causal = [softmax([s if j >= i else -math.inf for j, s in enumerate(row)])"
-                    " for i, row in enumerate(scores)]",  # the future, not the past
-    "05_out_row": "out_row = [sum(A[j][i] * V[j][c] for j in range(len(V))) for c in range(len(V[0]))]",  # column
-    "05_H1": "H1 = [[sum(a * trace.V[0][j][c] for j, a in enumerate(r)) for c in range(len(trace.V[0][0]))]"
-             " for r in trace.attention[1]]",  # head 0's values
-    "06_concat": "concat = [row for H in trace.head_outputs for row in H]",  # stacked, not side by side
-    "06_by_blocks": "output_by_blocks = matmul(trace.head_outputs[0], weights.W_O[:d_v])",  # head 0 only
+    "04_causal": "return [softmax([s if j >= i else -math.inf for j, s in enumerate(row)]) for i, row in enumerate(scores)]",
+    "05_out_row": "return [sum(A[j][i] * V[j][c] for j in range(len(V))) for c in range(len(V[0]))]",  # a column
+    "05_head": "return [[sum(V[j][c] for j in range(len(V))) / len(V) for c in range(len(V[0]))] for a_row in A]",
+    "06_concat": "return [row for H in head_outputs for row in H]",  # stacked, not side by side
+    "06_by_blocks": "return matmul(head_outputs[0], W_O[:len(head_outputs[0][0])])",  # head 0 only
     "07_my_attention": "heads = [matmul(softmax_rows(scale(matmul(matmul(x, a), transpose(matmul(x, b))), "
                        "1 / math.sqrt(len(a[0])))), matmul(x, c)) for a, b, c in zip(weights.W_Q, weights.W_K, weights.W_V)]\n"
                        "return concat_heads(heads)",  # forgot W_O
     "07_count_parameters": "return 3 * d_model * d_model",  # forgot W_O
+    "16_softmax_backward": "return [p_j * dp_j for p_j, dp_j in zip(p, dp)]",  # forgot - p . dp
+    "16_dW": "return [[sum(dY[r][c] for r in range(len(X))) for c in range(len(dY[0]))] for a in range(len(X[0]))]",
+    "16_dX": "return [[sum(row[c] * W[c][a] for c in range(len(row))) for a in range(len(W))] for row in dY]",  # W, not W^T
+    "17_ce_grad": "top = max(z)\nexps = [math.exp(z_j - top) for z_j in z]\nreturn [e / sum(exps) for e in exps]",
+    "17_adam": "m = [b1 * m_i + (1 - b1) * g for m_i, g in zip(m, grads)]\n"
+               "v = [b2 * v_i + (1 - b2) * g * g for v_i, g in zip(v, grads)]\n"
+               "return [p - lr * m_i / (math.sqrt(v_i) + eps) for p, m_i, v_i in zip(params, m, v)], m, v",  # no correction
 }
 
 
 def load(path):
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def named(name):
+    return next(p for p in EXERCISES if p.name.startswith(name))
 
 
 def source(cell):
@@ -61,15 +76,49 @@ def exercise_pairs(nb):
     return [(c, cells[n + 1]) for n, c in enumerate(cells) if (nbgrader(c) or {}).get("solution")]
 
 
-def test_two_or_more_exercises_for_each_core_notebook_02_to_07():
-    assert sorted(p.name[:2] for p in EXERCISES) == ["02", "03", "04", "05", "06", "07"]
+def solution_ids(nb):
+    return [nbgrader(c)["grade_id"] for c in nb["cells"] if (nbgrader(c) or {}).get("solution")]
+
+
+def with_answers(nb, answers):
+    """A copy of the notebook whose solution regions hold the given code (by grade_id); others stay."""
+    new = json.loads(json.dumps(nb))
+    for cell in new["cells"]:
+        grade_id = (nbgrader(cell) or {}).get("grade_id")
+        if grade_id in answers:
+            text = source(cell)
+            begin = re.search(r"^([ \t]*)### BEGIN SOLUTION.*?### END SOLUTION[^\n]*", text, re.S | re.M)
+            answer = "\n".join(begin.group(1) + line for line in answers[grade_id].split("\n"))
+            cell["source"] = text[:begin.start()] + answer + text[begin.end():]
+    return new
+
+
+def submitted(nb, answers=None):
+    """What a student hands in: the student copy, with the teacher's answers or the given ones."""
+    teacher = with_answers(nb, answers or {})
+    handed_out = student_copy(nb)
+    for mine, theirs in zip(handed_out["cells"], teacher["cells"]):
+        if (nbgrader(mine) or {}).get("solution"):
+            mine["source"] = source(theirs)
+    return handed_out
+
+
+def check_cell(nb, grade_id):
+    return next(c for c in nb["cells"] if (nbgrader(c) or {}).get("grade_id") == grade_id)
+
+
+# === The notebooks ===
+
+
+def test_exercises_for_00a_02_to_07_16_and_17():
+    assert [p.name.split("_")[0] for p in EXERCISES] == ["00a", "02", "03", "04", "05", "06", "07", "16", "17"]
     for path in EXERCISES:
-        assert path.name == CORE[path.name[:2]], "an exercise notebook is named after its core notebook"
+        assert path.name == CORE[path.name.split("_")[0]], "an exercise notebook is named after its core notebook"
         assert len(exercise_pairs(load(path))) >= 2
 
 
 @pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
-def test_nbgrader_metadata(path):
+def test_nbgrader_metadata_and_a_hidden_check_in_every_check_cell(path):
     nb = load(path)
     ids = [nbgrader(c)["grade_id"] for c in nb["cells"] if nbgrader(c)]
     assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in ids)
@@ -77,13 +126,18 @@ def test_nbgrader_metadata(path):
         assert nbgrader(sol) == {"grade": False, "grade_id": nbgrader(sol)["grade_id"], "locked": False,
                                  "schema_version": 3, "solution": True}
         text = source(sol)
-        assert text.count("### BEGIN SOLUTION") == 1 and text.count("### END SOLUTION") == 1
+        assert text.startswith("def ") and text.count("### BEGIN SOLUTION") == 1 and text.count("### END SOLUTION") == 1
         meta = nbgrader(chk)
         assert chk["cell_type"] == "code", "a check cell follows every solution cell directly"
-        assert meta == {"grade": True, "grade_id": meta["grade_id"], "locked": True, "points": meta["points"],
-                        "schema_version": 3, "solution": False}
+        assert meta == {"grade": True, "grade_id": nbgrader(sol)["grade_id"] + "_check", "locked": True,
+                        "points": meta["points"], "schema_version": 3, "solution": False}
         assert isinstance(meta["points"], int) and meta["points"] > 0
-        assert "check_close(" in source(chk) and len(source(chk).splitlines()) <= 3
+        visible, full = _clear_hidden(source(chk), "test"), source(chk)
+        assert "check_close(" in visible and len(visible.splitlines()) <= 5
+        hidden = full[full.index("### BEGIN HIDDEN TESTS"):full.index("### END HIDDEN TESTS")]
+        assert "import check_close as _check" in hidden and "_check(" in hidden and "hidden" in hidden
+        function = re.match(r"def (\w+)\(", text).group(1)
+        assert function + "(" in hidden, "the hidden check calls the learner's function again"
         assert nbgrader(sol)["grade_id"] in WRONG, "every exercise needs a wrong answer in WRONG"
 
 
@@ -96,22 +150,37 @@ def test_exercise_notebook_is_stored_executed_and_clean(path):
         assert "execution" not in c["metadata"]
         assert all(o["output_type"] != "error" and o.get("name") != "stderr" for o in c["outputs"])
     for _, chk in exercise_pairs(nb):
-        assert "correct" in "".join("".join(o.get("text", "")) for o in chk["outputs"])
+        printed = "".join("".join(o.get("text", "")) for o in chk["outputs"])
+        assert "correct" in printed and "hidden" in printed
     markdown = [source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
     assert markdown[0].startswith("# ") and any("Try this" in m for m in markdown[-3:])
+    total = sum(nbgrader(chk)["points"] for _, chk in exercise_pairs(nb))
+    assert markdown[-1].endswith(f"This notebook is worth {total} points.")
 
 
-def test_student_copy_is_what_nbgrader_hands_out():
-    nb = load(EXERCISES[0])
+# === Student copies ===
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_student_copy_removes_solutions_and_hidden_checks(path):
+    nb = load(path)
     copy = student_copy(nb)
-    assert nb == load(EXERCISES[0]), "the solution notebook is not changed"
+    assert nb == load(path), "the solution notebook is not changed"
+    text = json.dumps(copy)
+    assert "SOLUTION" not in text and "HIDDEN" not in text and "_check(" not in text
+    for seed in re.findall(r"random\.Random\((\d+)\)|seed=(\d+)\)\n_trace", json.dumps(nb)):
+        assert "".join(seed) not in text, "a hidden seed is not in the student copy"
     for (sol, chk), (new_sol, new_chk) in zip(exercise_pairs(nb), exercise_pairs(copy)):
-        text = source(new_sol)
-        assert "SOLUTION" not in text and CODE_STUB in text
-        before = source(sol).split("### BEGIN SOLUTION")[0]
-        assert text.startswith(before), "lines outside the solution region stay"
-        assert source(new_chk) == source(chk) and new_chk["metadata"] == chk["metadata"]
+        assert "# YOUR CODE HERE\n" in source(new_sol) and source(new_sol).endswith("raise NotImplementedError()")
+        assert source(new_sol).startswith(source(sol).split("### BEGIN SOLUTION")[0]), "lines outside the region stay"
+        assert source(new_chk) == _clear_hidden(source(chk), "test") and new_chk["metadata"] == chk["metadata"]
     assert all(c["outputs"] == [] and c["execution_count"] is None for c in copy["cells"] if c["cell_type"] == "code")
+
+
+def test_student_copy_clears_hidden_tests_as_nbgrader_does():
+    cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "grade_id": "a", "points": 1}},
+            "source": "check(1)\n    ### BEGIN HIDDEN TESTS\nsecret(2)\n### END HIDDEN TESTS\ncheck(3)"}
+    assert student_copy({"cells": [cell]})["cells"][0]["source"] == "check(1)\ncheck(3)"
 
 
 def test_student_copy_indents_the_stub_like_the_begin_line():
@@ -121,60 +190,358 @@ def test_student_copy_indents_the_stub_like_the_begin_line():
         "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n")
 
 
-def test_student_copy_refuses_a_solution_outside_a_solution_cell():
-    cell = {"cell_type": "code", "metadata": {}, "source": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"}
-    with pytest.raises(ValueError, match="student_copy: cell 0 has a solution region but is not a solution cell"):
+@pytest.mark.parametrize("cell, message", [
+    ({"cell_type": "code", "metadata": {}, "source": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"},
+     "student_copy: cell 0 has a solution region but is not a solution cell"),
+    ({"cell_type": "code", "metadata": {}, "source": "### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS"},
+     "student_copy: cell 0 has a hidden-tests region but is not a graded cell"),
+    ({"cell_type": "code", "metadata": {"nbgrader": {"grade": True}}, "source": "### BEGIN HIDDEN TESTS\nx = 1"},
+     "student_copy: cell 0 has a BEGIN HIDDEN TESTS without its END HIDDEN TESTS"),
+])
+def test_student_copy_refuses_a_region_in_the_wrong_cell(cell, message):
+    with pytest.raises(ValueError, match=message):
         student_copy({"cells": [cell]})
 
 
-def with_answers(nb, answers):
-    """A copy of the notebook whose solution regions hold the given code (by grade_id)."""
-    new = json.loads(json.dumps(nb))
-    for cell in new["cells"]:
+# === Scores: full, empty, wrong ===
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_the_solutions_score_full_points_and_the_empty_copy_none(path):
+    teacher = load(path)
+    full = score(submitted(teacher), teacher)
+    assert full.earned == full.possible > 0 and full.failed == {}
+    empty = score(student_copy(teacher), teacher)
+    assert empty.earned == 0 and empty.possible == full.possible
+    assert list(empty.failed) == [i + "_check" for i in solution_ids(teacher)]
+    assert all(why.startswith("not answered (NotImplementedError") for why in empty.failed.values())
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_every_check_fails_a_wrong_answer_with_a_message(path):
+    teacher = load(path)
+    result = score(submitted(teacher, WRONG), teacher)
+    assert result.earned == 0 and list(result.failed) == [i + "_check" for i in solution_ids(teacher)]
+    assert all(why.startswith("CheckFailed: ") and (" is off by " in why or " has " in why)
+               for why in result.failed.values()), result.failed
+
+
+@pytest.mark.parametrize("name, settings", [("07", "seed=7, num_heads=4"), ("16", "seed=123, num_heads=8")])
+def test_solutions_pass_with_another_example(name, settings):
+    teacher = load(named(name))
+    nb = submitted(teacher)
+    setup = next(c for c in nb["cells"] if c["cell_type"] == "code" and "ex = running_example()" in source(c))
+    setup["source"] = source(setup).replace("ex = running_example()", f"ex = running_example({settings})")
+    result = score(nb, teacher)
+    assert result.earned == result.possible and result.failed == {}
+
+
+# === Tampering and copying ===
+
+TEACHER_04 = load(named("04"))
+POINTS_04 = {nbgrader(c)["grade_id"]: nbgrader(c)["points"] for c in TEACHER_04["cells"] if (nbgrader(c) or {}).get("grade")}
+
+
+def tampered(edit, answers=None):
+    """The 04 solutions as a student hands them in, then ``edit(nb)`` applied."""
+    nb = submitted(TEACHER_04, answers)
+    edit(nb)
+    return nb
+
+
+def replace_checks(nb, text):
+    for cell in nb["cells"]:
+        if (nbgrader(cell) or {}).get("grade"):
+            cell["source"] = text
+
+
+def edit_check(grade_id, old, new):
+    def edit(nb):
+        cell = check_cell(nb, grade_id)
+        assert old in source(cell)
+        cell["source"] = source(cell).replace(old, new)
+    return edit
+
+
+def insert_before(grade_id, cell):
+    def edit(nb):
+        n = nb["cells"].index(check_cell(nb, grade_id))
+        nb["cells"].insert(n, cell)
+    return edit
+
+
+def code_cell(text, meta=None):
+    return {"cell_type": "code", "execution_count": None, "metadata": meta or {}, "outputs": [], "source": text}
+
+
+def test_checks_replaced_by_print_correct_score_0_with_a_reason():
+    for answers in ({}, WRONG):
+        result = score(tampered(lambda nb: replace_checks(nb, "print('correct')"), answers), TEACHER_04)
+        assert result.earned == 0 and result.possible == sum(POINTS_04.values())
+        assert all(why.startswith("changed: its source is not the teacher's") for why in result.failed.values())
+
+
+def move_first_check_up(nb):
+    cell = check_cell(nb, "04_my_softmax_check")
+    nb["cells"].remove(cell)
+    nb["cells"].insert(1, cell)
+
+
+def make_markdown(nb):
+    cell = check_cell(nb, "04_causal_check")
+    cell["cell_type"] = "markdown"
+    del cell["outputs"], cell["execution_count"]
+
+
+@pytest.mark.parametrize("edit, grade_id, reason", [
+    (edit_check("04_causal_check", "check_close(", "print("), "04_causal_check", "changed: its source"),  # deleted check
+    (edit_check("04_causal_check", "masked_trace.attention[0])", "masked_trace.attention[0], tol=1.0)"),
+     "04_causal_check", "changed: its source"),  # a looser tolerance
+    (edit_check("04_my_softmax_check", "\n", "\n\n"), "04_my_softmax_check", "changed: its source"),  # one character
+    (lambda nb: check_cell(nb, "04_causal_check")["metadata"]["nbgrader"].update(grade_id="04_causal_check_2"),
+     "04_causal_check", "missing: no cell has this grade_id"),
+    (lambda nb: nb["cells"].remove(check_cell(nb, "04_causal_check")), "04_causal_check", "missing"),
+    (lambda nb: nb["cells"].append(json.loads(json.dumps(check_cell(nb, "04_causal_check")))),
+     "04_causal_check", "duplicated: 2 cells have this grade_id"),
+    (make_markdown, "04_causal_check", "changed: it is a markdown cell; it was handed out as a code cell"),
+    (move_first_check_up, "04_my_softmax_check", "moved: it must come after 04_my_softmax, as handed out"),
+], ids=["deleted check", "changed tolerance", "one character", "edited grade_id", "deleted cell", "duplicated cell",
+        "changed cell type", "moved cell"])
+def test_a_check_cell_not_as_handed_out_scores_0_with_a_reason(edit, grade_id, reason):
+    nb = tampered(edit)
+    assert list(tampering(nb, TEACHER_04)) == [grade_id] and tampering(nb, TEACHER_04)[grade_id].startswith(reason)
+    result = score(nb, TEACHER_04)
+    assert result.earned == result.possible - POINTS_04[grade_id] and list(result.failed) == [grade_id]
+    assert result.failed[grade_id].startswith(reason)
+
+
+def test_the_teachers_own_notebook_is_accepted_with_its_hidden_tests_inline():
+    assert tampering(TEACHER_04, TEACHER_04) == {}
+    assert score(TEACHER_04, TEACHER_04) == (4, 4, {})
+
+
+def test_tampering_finds_nothing_in_the_solutions_or_the_empty_copy():
+    for path in EXERCISES:
+        teacher = load(path)
+        assert tampering(teacher, teacher) == {} and tampering(student_copy(teacher), teacher) == {}
+
+
+def copied(value_expr):
+    return f"return {value_expr}"
+
+
+def test_an_answer_copied_from_the_visible_checks_fails_the_hidden_ones():
+    # my_softmax: a lookup table of the three rows the visible check shows, with the module's answers.
+    rows = ([1.0, 2.0, 3.0], [1000.0, 1001.0, 999.0], [0.5, -math.inf, 0.5])
+    table = {repr(row): softmax(row) for row in rows}
+    result = score(submitted(TEACHER_04, {"04_my_softmax": copied(f"{table!r}.get(repr(row), [])")}), TEACHER_04)
+    assert result.earned == result.possible - POINTS_04["04_my_softmax_check"]
+    assert result.failed["04_my_softmax_check"].startswith("CheckFailed: my_softmax on a hidden row has ")
+    # score: the one number the visible check asks for.
+    teacher = load(named("03"))
+    ex = running_example()
+    value = attention_trace(ex.x, ex.weights).scores[0][ex.tokens.index("I")][ex.tokens.index("like")]
+    nb = submitted(teacher, {"03_score": copied(repr(value))})
+    visible = nb["cells"][:[n for n, c in enumerate(nb["cells"]) if (nbgrader(c) or {}).get("grade")][0] + 1]
+    assert score({**nb, "cells": visible}, {**teacher, "cells": visible}).earned == 1, "it passes the visible check"
+    result = score(nb, teacher)
+    assert result.earned < result.possible and list(result.failed) == ["03_score_check"]
+    assert result.failed["03_score_check"].startswith("CheckFailed: score on a hidden example")
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_every_hidden_check_asks_about_inputs_the_visible_check_never_shows(path, capsys):
+    """Whatever table of visible inputs and answers a learner copies, the hidden check asks something else."""
+    namespace, calls = {"__name__": "__main__"}, {}
+
+    def recorded(name, function):
+        def wrapper(*args):
+            calls[name][phase].add(repr(args))
+            return function(*args)
+        return wrapper
+
+    for cell in load(path)["cells"]:
         meta = nbgrader(cell) or {}
-        if meta.get("solution"):
-            text = source(cell)
-            begin = re.search(r"^([ \t]*)### BEGIN SOLUTION.*?### END SOLUTION[^\n]*", text, re.S | re.M)
-            indent = begin.group(1)
-            answer = "\n".join(indent + line for line in answers[meta["grade_id"]].split("\n"))
-            cell["source"] = text[:begin.start()] + answer + text[begin.end():]
-    return new
-
-
-def run_checks(nb, folder):
-    """Execute every cell (errors allowed); return {check grade_id: error name or None}."""
-    notebook = nbformat.reads(json.dumps(nb), as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(folder)}}).execute()
-    result = {}
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
+        if cell["cell_type"] != "code":
+            continue
         if meta.get("grade"):
-            errors = [o for o in cell.outputs if o.output_type == "error"]
-            result[meta["grade_id"]] = errors[0].ename if errors else None
-    return result
+            full = source(cell)
+            phase, name = "visible", solved
+            exec(_clear_hidden(full, "test"), namespace)
+            phase = "hidden"
+            exec(full[full.index("### BEGIN HIDDEN TESTS"):], namespace)
+            assert calls[name]["visible"] and calls[name]["hidden"], name
+            assert not calls[name]["hidden"] & calls[name]["visible"], f"{name}: a hidden input is also a visible one"
+            continue
+        exec(source(cell), namespace)
+        if meta.get("solution"):
+            solved = re.match(r"def (\w+)\(", source(cell)).group(1)
+            calls[solved] = {"visible": set(), "hidden": set()}
+            namespace[solved] = recorded(solved, namespace[solved])
+    assert len(calls) == len(exercise_pairs(load(path)))
 
 
-@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
-def test_every_check_fails_on_the_student_copy(path, tmp_path):
-    outcome = run_checks(student_copy(load(path)), tmp_path)
-    assert outcome and all(outcome.values()), f"checks that passed with no answer: {outcome}"
+def test_an_extra_cell_cannot_replace_the_checks():
+    fake = "def check_close(*args, **kwargs):\n    print('correct')"
+    result = score(tampered(insert_before("04_my_softmax_check", code_cell(fake)), WRONG), TEACHER_04)
+    assert result.earned == 0, "the hidden checks use the module's check_close, not the notebook's"
+    assert all(why.startswith("CheckFailed: ") and "hidden" in why for why in result.failed.values())
+    result = score(tampered(insert_before("04_my_softmax_check", code_cell(fake))), TEACHER_04)
+    assert result.earned == 0 and set(result.failed.values()) == {"check_close was redefined in the notebook"}
+    patch = "import mha_lists.tools.exercises as grader\ngrader.check_close = check_close = lambda *args, **kwargs: None"
+    result = score(tampered(insert_before("04_my_softmax_check", code_cell(patch)), WRONG), TEACHER_04)
+    assert result.earned == 0
+    assert set(result.failed.values()) == {"check_close in mha_lists.tools.exercises was replaced"}
 
 
-@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
-def test_every_check_fails_on_a_wrong_answer_with_a_message(path, tmp_path):
-    outcome = run_checks(with_answers(load(path), WRONG), tmp_path)
-    assert outcome and all(name == "CheckFailed" for name in outcome.values()), outcome
+def test_an_extra_graded_cell_earns_nothing():
+    bonus = code_cell("print('correct')", {"nbgrader": {"grade": True, "grade_id": "bonus", "locked": True,
+                                                         "points": 100, "schema_version": 3, "solution": False}})
+    result = score(tampered(lambda nb: nb["cells"].append(bonus)), TEACHER_04)
+    assert result.earned == result.possible == sum(POINTS_04.values()) and result.failed == {}
 
 
-def test_score_counts_the_points_of_checks_that_ran_clean(tmp_path):
-    nb = with_answers(load(EXERCISES[0]), WRONG)
-    notebook = nbformat.reads(json.dumps(nb), as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    result = score(json.loads(nbformat.writes(notebook)))
-    assert result.earned == 0 and result.failed == ["02_q_entry_check", "02_K1_check", "02_V_heads_check"]
-    assert score(load(EXERCISES[0])) == (result.possible, result.possible, [])
+def test_stored_outputs_are_not_believed():
+    nb = student_copy(TEACHER_04)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = 1
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "correct\n"}]
+    assert score(nb, TEACHER_04).earned == 0
+
+
+def test_a_notebook_that_hangs_or_exits_scores_what_ran_before():
+    loop = insert_before("04_causal_check", code_cell("while True:\n    pass"))
+    result = score(tampered(loop), TEACHER_04, timeout=2)
+    assert result.earned == POINTS_04["04_my_softmax_check"]
+    assert result.failed == {"04_causal_check": "did not run: the notebook ran longer than the time limit (2 s)"}
+    leave = insert_before("04_causal_check", code_cell("import os\nos._exit(3)"))
+    result = score(tampered(leave), TEACHER_04)
+    assert result.earned == POINTS_04["04_my_softmax_check"]
+    assert result.failed["04_causal_check"].startswith("did not run: the notebook stopped the grader")
+    result = score(tampered(insert_before("04_causal_check", code_cell("raise SystemExit(0)"))), TEACHER_04)
+    assert result.earned == result.possible, "an error in a cell of the learner's is that cell's only"
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: score({"cells": []}, TEACHER_04), NotebookError, "score: nb is not an nbformat 4 notebook"),
+    (lambda: score(TEACHER_04, {**TEACHER_04, "metadata": None}), NotebookError,
+     "score: teacher has no notebook metadata"),
+    (lambda: score(TEACHER_04, TEACHER_04, timeout=0), ValueError, "score: timeout must be more than 0 and at most 3600"),
+    (lambda: score(TEACHER_04, {**TEACHER_04, "cells": []}), NotebookError, "score: the teacher's notebook has no graded cells"),
+    (lambda: tampering([], TEACHER_04), NotebookError, "tampering: nb is not a notebook"),
+    (lambda: read_notebook(3), TypeError, "read_notebook: path must be a str or a Path, got int"),
+    (lambda: write_student_copies(ROOT / "no-such-folder", ROOT / "x"), NotebookError,
+     "write_student_copies: source .* is not a folder"),
+])
+def test_public_functions_check_their_arguments(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+# === The command line ===
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", *args], cwd=ROOT,
+                          capture_output=True, text=True, encoding="utf-8")
+
+
+def test_student_copies_command_writes_one_copy_per_notebook(tmp_path):
+    result = run("student-copies", str(tmp_path / "out"))
+    assert result.returncode == 0 and result.stderr == ""
+    written = sorted((tmp_path / "out").glob("*.ipynb"))
+    assert [p.name for p in written] == [p.name for p in EXERCISES]
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert "BEGIN SOLUTION" not in text and "HIDDEN" not in text and "raise NotImplementedError()" in text
+        assert read_notebook(path) == student_copy(load(ROOT / "notebooks" / "exercises" / path.name))
+
+
+def test_the_default_student_copies_folder_is_git_ignored():
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    assert "/student-copies/" in ignored
+    with pytest.raises(ValueError, match="must not be the source folder"):
+        write_student_copies(EXERCISES[0].parent, EXERCISES[0].parent)
+    with pytest.raises(ValueError, match="where nbval would run the student copies"):
+        write_student_copies(EXERCISES[0].parent, ROOT / "notebooks" / "students")
+    assert not (ROOT / "notebooks" / "students").exists()
+
+
+def test_score_command_grades_each_file_and_totals(tmp_path):
+    alice = tmp_path / "alice"
+    alice.mkdir()
+    (alice / "04_softmax_and_masks.ipynb").write_text(json.dumps(submitted(TEACHER_04)), encoding="utf-8")
+    (alice / "03_scores.ipynb").write_text(json.dumps(student_copy(load(named("03")))), encoding="utf-8")
+    result = run("score", str(alice / "04_softmax_and_masks.ipynb"), str(alice / "03_scores.ipynb"))
+    assert result.returncode == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{alice / '04_softmax_and_masks.ipynb'}: 4/4 points"
+    assert lines[1] == f"{alice / '03_scores.ipynb'}: 0/3 points"
+    assert lines[2].startswith("  03_score_check: 0 points, not answered") and lines[-1] == "total: 4/7 points"
+
+
+MALFORMED = {
+    "not-json.ipynb": ("{cells: oops", "is not JSON (Expecting property name"),
+    "a-list.ipynb": ("[1, 2]", "is not a notebook (its JSON is a list, not an object)"),
+    "old.ipynb": ('{"nbformat": 3, "worksheets": []}', "is not an nbformat 4 notebook (nbformat is 3)"),
+    "no-metadata.ipynb": ('{"nbformat": 4, "cells": []}', "has no notebook metadata"),
+    "bad-cell.ipynb": ('{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code"}]}', "cell 0 has no source text"),
+    "no-cell-metadata.ipynb": ('{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "source": ""}]}',
+                               "cell 0 has no metadata"),
+    "unknown.ipynb": (None, "no teacher's notebook named unknown.ipynb in"),
+    "folder.ipynb": ("folder", "is a folder, not a notebook file"),
+    "missing.ipynb": ("missing", "does not exist"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_score_says_in_one_line_why_a_file_cannot_be_graded_and_exits_2(name, tmp_path):
+    text, message = MALFORMED[name]
+    path = tmp_path / name
+    if text == "folder":
+        path.mkdir()
+    elif text is None:
+        path.write_text(json.dumps(TEACHER_04), encoding="utf-8")
+    elif text != "missing":
+        path.write_text(text, encoding="utf-8")
+    result = run("score", str(path))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_score_grades_the_good_files_beside_a_bad_one(tmp_path):
+    good = tmp_path / "04_softmax_and_masks.ipynb"
+    good.write_text(json.dumps(submitted(TEACHER_04)), encoding="utf-8")
+    result = run("score", str(tmp_path / "gone.ipynb"), str(good))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "gone.ipynb does not exist" in result.stderr
+    assert result.stdout.splitlines() == [f"{good}: 4/4 points", "total: 4/4 points (1 file not graded)"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "the following arguments are required: command"),
+    (("student-copies",), "the following arguments are required: outdir"),
+    (("student-copies", "x", "--source", "no/such/folder"), "source no/such/folder is not a folder"),
+    (("student-copies", "README.md"), "out README.md is a file, not a folder"),
+    (("score",), "the following arguments are required: notebooks"),
+    (("score", "x.ipynb", "--timeout", "0"), "argument --timeout: 0 must be more than 0 and at most 3600"),
+    (("score", "x.ipynb", "--timeout", "soon"), "'soon' is not a number of seconds"),
+    (("score", "x.ipynb", "--source", "no/such/folder"), "--source no/such/folder is not a folder"),
+])
+def test_bad_arguments_give_one_line_and_exit_code_2(args, message):
+    result = run(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+
+
+def test_student_copies_of_a_malformed_source_give_one_line_and_exit_2(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "01_broken.ipynb").write_text("not json", encoding="utf-8")
+    result = run("student-copies", str(tmp_path / "out"), "--source", str(source))
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert "01_broken.ipynb" in result.stderr and "is not JSON" in result.stderr
+    assert not (tmp_path / "out").exists(), "nothing is written when a notebook cannot be read"
 
 
 # === check_close's messages ===
@@ -210,52 +577,3 @@ def test_check_close_allows_the_tolerance_and_no_more(capsys):
         check_close("n", 3, 4, tol=0)
 
 
-# === The command line ===
-
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", *args], cwd=ROOT,
-                          capture_output=True, text=True, encoding="utf-8")
-
-
-def test_student_copies_command_writes_one_copy_per_notebook(tmp_path):
-    result = run("student-copies", str(tmp_path / "out"))
-    assert result.returncode == 0 and result.stderr == ""
-    written = sorted((tmp_path / "out").glob("*.ipynb"))
-    assert [p.name for p in written] == [p.name for p in EXERCISES]
-    for path in written:
-        text = path.read_text(encoding="utf-8")
-        assert "BEGIN SOLUTION" not in text and "raise NotImplementedError()" in text
-        nbformat.validate(nbformat.reads(text, as_version=4))
-
-
-def test_the_default_student_copies_folder_is_git_ignored():
-    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
-    assert "/student-copies/" in ignored
-    with pytest.raises(ValueError, match="must not be the source folder"):
-        write_student_copies(EXERCISES[0].parent, EXERCISES[0].parent)
-    with pytest.raises(ValueError, match="where nbval would run the student copies"):
-        write_student_copies(EXERCISES[0].parent, ROOT / "notebooks" / "students")
-    assert not (ROOT / "notebooks" / "students").exists()
-
-
-@pytest.mark.parametrize("args, message", [
-    ((), "the following arguments are required: command"),
-    (("student-copies",), "the following arguments are required: outdir"),
-    (("student-copies", "x", "--source", "no/such/folder"), "--source no/such/folder is not a folder"),
-    (("score", "no/such.ipynb"), "cannot read no/such.ipynb"),
-])
-def test_bad_arguments_give_one_line_and_exit_code_2(args, message):
-    result = run(*args)
-    assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and message in result.stderr
-
-
-@pytest.mark.parametrize("settings", ["seed=7, num_heads=4", "seed=123, num_heads=8"])
-@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
-def test_solutions_pass_with_another_example(path, settings, tmp_path):
-    nb = load(path)
-    setup = next(c for c in nb["cells"] if c["cell_type"] == "code" and "ex = running_example()" in source(c))
-    setup["source"] = source(setup).replace("ex = running_example()", f"ex = running_example({settings})")
-    outcome = run_checks(nb, tmp_path)
-    assert outcome and not any(outcome.values()), outcome

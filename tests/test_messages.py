@@ -38,7 +38,7 @@ CASES = [
     ('matmul', ([[]], [[1.0]]), ShapeError, 'matmul: A has empty rows (0 columns); a matrix needs at least one column'),
     ('matmul', ([1, 2], [[1.0]]), TypeError, 'matmul: A[0] must be a row (a list of numbers), got int; a matrix is a list of rows, so write a vector v as [v] (one row)'),
     ('matmul', ([[1, 2], [3]], [[1.0]]), ShapeError, 'matmul: A is ragged: row 0 has 2 entries but row 1 has 1; every row must have the same length'),
-    ('matmul', ([[1, None]], [[1.0]]), ShapeError, "matmul: A is 1x2 and B is 1x1; A's columns (2) must equal B's rows (1)"),
+    ('matmul', ([[1, None]], [[1.0]]), TypeError, "matmul: A[0][1] is None (NoneType); entries must be int or float"),
     ('matmul', ([['a']], [[1.0]]), TypeError, "matmul: A[0][0] is 'a' (str); entries must be int or float"),
     ('matmul', ([[INF]], [[1.0]]), ValueError, 'matmul: A[0][0] is inf; entries must be finite numbers'),
     ('matmul', (({1: 2},), [[1.0]]), TypeError, 'matmul: A[0] must be a row (a list of numbers), got dict; a matrix is a list of rows, so write a vector v as [v] (one row)'),
@@ -176,8 +176,8 @@ CASES = [
     ('apply_mask', ([[1.0, 2.0]], [[True]]), ShapeError, 'apply_mask: mask is 1x1; it must be (queries, keys) = 1x2'),
     ('apply_mask', ([[1.0]], [[1]]), TypeError, 'apply_mask: mask[0][0] is 1; mask entries must be True (may attend) or False (masked)'),
     ('apply_mask', ([[1.0]], [[False]]), ValueError, 'apply_mask: mask row 0 is all False, so query 0 may attend to no key; every query needs at least one key'),
-    ('linear', ([[1.0]], [[1.0, 2.0]], [1.0]), ShapeError, 'linear: M is 1x2 and b has 1 entries; b needs one entry per column (2)'),
-    ('linear', ([[1.0]], [[NAN]]), ValueError, 'linear: B[0][0] is nan; entries must be finite numbers'),
+    ('linear', ([[1.0]], [[1.0, 2.0]], [1.0]), ShapeError, 'linear: W is 1x2 and b has 1 entries; b needs one entry per column of W (2)'),
+    ('linear', ([[1.0]], [[NAN]]), ValueError, 'linear: W[0][0] is nan; entries must be finite numbers'),
     ('linear', ([[1.0]], [[1.0]], [NAN]), ValueError, 'linear: b[0] is nan; entries must be finite numbers'),
     # the second argument is named too
     ('dot', ([1.0], None), TypeError, 'dot: v must be a list of numbers, got NoneType'),
@@ -268,13 +268,13 @@ def test_a_bad_entry_in_any_weight_is_named(field, value, error, rule):
 ])
 def test_weight_shapes_are_checked_against_each_other(changes, message):
     with pytest.raises(ShapeError) as info:
-        weights.check_weights("demo", W._replace(**changes))
+        weights.check_weights("demo", "weights", W._replace(**changes))
     assert str(info.value) == f"demo: {message}"
 
 
 def test_weights_must_be_an_mhaweights():
     with pytest.raises(TypeError, match=r"^demo: weights must be an MHAWeights, got list$"):
-        weights.check_weights("demo", list(W))
+        weights.check_weights("demo", "weights", list(W))
 
 
 

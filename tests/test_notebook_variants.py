@@ -6,8 +6,12 @@ another sentence, ...) and fails when a cell raises, or when a check that prints
 with the default example prints False. A cell whose default output already shows False (a
 demonstration such as ``0.1 + 0.2 == 0.3``) must print the same True/False sequence.
 
-    python -m pytest tests/test_notebook_variants.py            # every notebook, every variant
-    python -m pytest tests/test_notebook_variants.py -k 03_     # one notebook
+    python -m pytest -m slow tests/test_notebook_variants.py            # every notebook, every variant
+    python -m pytest -m slow tests/test_notebook_variants.py -k 03_     # one notebook
+    python -m pytest -m slow tests/test_notebook_variants.py -k 2-tokens  # one variant, every notebook
+
+The re-executions carry the marker ``slow``: the README's fast command leaves them out,
+``python -m pytest -m slow`` and ``.ci/run`` run them.
 """
 
 import ast
@@ -27,6 +31,9 @@ VARIANTS = {
     "seed7-4heads": {"seed": 7, "num_heads": 4},
     "another-sentence": {"sentence": "<BOS> I like transformers like I <EOS>"},
     "3-tokens-8heads-seed123": {"sentence": "<BOS> transformers <EOS>", "num_heads": 8, "seed": 123},
+    "2-tokens": {"sentence": "<BOS> I"},
+    "16-heads-of-width-1": {"d_model": 16, "num_heads": 16},
+    "d_model24-3heads": {"d_model": 24, "num_heads": 3},
 }
 BOOL = re.compile(r"\b(True|False)\b")
 
@@ -80,6 +87,7 @@ def test_every_notebook_builds_its_example_in_one_place():
             settings_cell(nb)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_survives_a_learners_edit(path, variant):

@@ -5,7 +5,9 @@ Every answer a worksheet prints is recomputed here with plain loops, independent
 
 import json
 import math
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -20,7 +22,23 @@ from mha_lists.teaching.paper import (
     score_differences,
     table_softmax,
 )
-from mha_lists.tools.worksheet import MAX_QKV, MAX_SPREAD, MAX_TABLE, as_json, to_html, to_markdown, worksheet
+from mha_lists.tools.worksheet import (
+    MAX_QKV,
+    MAX_SPREAD,
+    MAX_TABLE,
+    STEP_NAMES,
+    answer_cells,
+    as_json,
+    degenerate,
+    exam,
+    exam_html,
+    exam_json,
+    exam_markdown,
+    fits_one_page,
+    to_html,
+    to_markdown,
+    worksheet,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -39,12 +57,13 @@ def loop_softmax(row):
 
 def loop_attention(X, W_Q, W_K, W_V, W_O, scale):
     """Every intermediate of multi-head attention, as the worksheet's JSON names them."""
-    out = {"Q": [], "K": [], "V": [], "scores": [], "attention": [], "head_outputs": []}
+    out = {"Q": [], "K": [], "V": [], "raw_scores": [], "scores": [], "attention": [], "head_outputs": []}
     for h in range(len(W_Q)):
         Q, K, V = loop_matmul(X, W_Q[h]), loop_matmul(X, W_K[h]), loop_matmul(X, W_V[h])
-        S = [[math.fsum(q * k for q, k in zip(Q[i], K[j])) * scale for j in range(len(K))] for i in range(len(Q))]
+        R = [[math.fsum(q * k for q, k in zip(Q[i], K[j])) for j in range(len(K))] for i in range(len(Q))]
+        S = [[r * scale for r in row] for row in R]
         A = [loop_softmax(row) for row in S]
-        for name, M in zip(out, (Q, K, V, S, A, loop_matmul(A, V))):
+        for name, M in zip(out, (Q, K, V, R, S, A, loop_matmul(A, V))):
             out[name].append(M)
     out["concat"] = [[v for H in out["head_outputs"] for v in H[i]] for i in range(len(X))]
     out["output"] = loop_matmul(out["concat"], W_O)
@@ -204,7 +223,8 @@ def test_same_student_same_bytes_and_json_is_one_object():
     first, again = run("--student", "12", "--format", "json"), run("--student", "12", "--format", "json")
     assert first.returncode == 0 and first.stdout == again.stdout and first.stderr == ""
     obj = json.loads(first.stdout)
-    assert list(obj) == ["student", "tokens", "X", "W_Q", "W_K", "W_V", "W_O", "scale", "answers"]
+    assert list(obj) == ["student", "tokens", "X", "W_Q", "W_K", "W_V", "W_O", "scale", "answers", "features",
+                         "head_jobs", "value_carries", "steps", "answer_cells", "with_term"]
     assert obj["student"] == 12 and obj == json.loads(json.dumps(as_json(worksheet(12))))
 
 
@@ -216,9 +236,30 @@ def test_a_class_in_one_html_file():
 
 
 @pytest.mark.parametrize("args, message", [
-    ((), "one of the arguments --student --students --paper is required"),
+    ((), "one of the arguments --student --students --example is required"),
     (("--student", "0"), "0 is not a student number from 1 to"),
     (("--student", "x"), "'x' is not a whole number"),
+    (("--student", "abc"), "'abc' is not a whole number from 1 to 1000000000"),
+    (("--students", "0-5"), "0 is not a student number from 1 to"),
+    (("--student", "9" * 5000), "is not a whole number from 1 to"),
+    (("--students", "1-5000"), "print at most 1000 at a time"),
+    (("--student", "1", "--term", ""), "the term must be 1-200 printable characters"),
+    (("--student", "1", "--term", "   "), "not only spaces"),
+    (("--student", "1", "--term", "x" * 201), "the term must be 1-200"),
+    (("--student", "1", "--heads", "99"), "'99' is not 1-3"),
+    (("--student", "1", "--heads", "0"), "'0' is not 1-3"),
+    (("--student", "1", "--tokens", "5"), "'5' is not 2-4"),
+    (("--student", "1", "--tokens", "9" * 5000), "is not 2-4"),
+    (("--student", "1", "--steps", "qkv,foo"), "steps holds 'foo'"),
+    (("--student", "1", "--steps", "qkv,qkv"), "names a step twice"),
+    (("--student", "1", "--paper", "a5"), "'a5' is not a paper size; choose a4 or letter"),
+    (("--student", "1", "--paper"), "a bare --paper (the example of 00a) is not allowed with --student"),
+    (("--student", "1", "--heads", "3"), "more than one a4 page"),
+    (("--student", "1", "--tokens", "4", "--paper", "letter"), "more than one letter page"),
+    (("--example", "--term", "oak"), "it takes no --term"),
+    (("--example", "--heads", "1"), "it takes no --heads"),
+    (("--student", "1", "--exam", "--steps", "qkv"), "--exam has five fixed questions; it takes no --steps"),
+    (("--paper", "letter"), "one of the arguments --student --students --example is required"),
     (("--students", "5-2"), "runs backwards"),
     (("--students", "7"), "is not a range like 1-30"),
     (("--student", "1", "--format", "pdf"), "invalid choice: 'pdf'"),
@@ -231,10 +272,12 @@ def test_bad_arguments_give_one_line_and_exit_code_2(args, message):
 
 
 def test_the_printable_sheet_is_the_modules_own_output():
-    # After a deliberate change: python -m mha_lists.tools.worksheet --paper --key > docs/attention-on-paper.md
-    result = run("--paper", "--key")
-    assert result.returncode == 0
-    assert result.stdout == (ROOT / "docs" / "attention-on-paper.md").read_text(encoding="utf-8")
+    # After a deliberate change: python -m mha_lists.tools.worksheet --example --key > docs/attention-on-paper.md
+    # (a bare --paper, the older spelling, gives the same bytes)
+    for args in (("--example", "--key"), ("--paper", "--key")):
+        result = run(*args)
+        assert result.returncode == 0
+        assert result.stdout == (ROOT / "docs" / "attention-on-paper.md").read_text(encoding="utf-8")
 
 
 def test_paper_sheet_in_every_format():
@@ -273,6 +316,310 @@ def test_as_json_hands_out_copies():
     obj["X"][0][0] = 99
     obj["W_Q"][0][0][0] = 99
     assert ws == worksheet(4), "changing the JSON object changed the worksheet"
+
+
+# === A term secret ===
+
+
+def test_the_same_term_and_student_give_the_same_sheet_and_another_term_another():
+    for n in range(1, 31):
+        a, again = as_json(worksheet(n, term="OAK-417")), as_json(worksheet(n, term="OAK-417"))
+        assert a == again and a["with_term"] is True
+        for other in (as_json(worksheet(n, term="ELM-902")), as_json(worksheet(n))):
+            assert (other["W_Q"], other["W_K"], other["W_V"], other["W_O"]) != (a["W_Q"], a["W_K"], a["W_V"], a["W_O"])
+
+
+def test_a_term_gives_sixty_students_sixty_problems():
+    problems = {json.dumps({k: v for k, v in as_json(worksheet(n, term="OAK-417")).items()
+                            if k in ("tokens", "X", "W_Q", "W_K", "W_V", "W_O")}) for n in STUDENTS}
+    assert len(problems) == len(STUDENTS)
+
+
+def test_the_term_is_never_printed():
+    secret = "a-secret-WORD-42"
+    for args in (("--key",), ("--key", "--format", "html"), ("--format", "json"), ("--exam", "--key"),
+                 ("--exam", "--format", "json")):
+        result = run("--student", "3", "--term", secret, *args)
+        assert result.returncode == 0 and secret not in result.stdout
+
+
+def test_a_key_drawn_without_a_term_says_anyone_can_print_it():
+    assert "anyone can print this key" in to_markdown(worksheet(2), key=True)
+    assert "anyone can print this key" not in to_markdown(worksheet(2, term="oak"), key=True)
+    assert "anyone can print this key" in exam_markdown(exam(2), key=True)
+
+
+# === The floor: no degenerate problems ===
+
+
+def uniform_rows_and_zero_columns(obj):
+    """From the JSON, with plain loops: uniform raw-score rows per head; all-zero Q/K/V columns."""
+    X = obj["X"]
+    uniform, zero_columns = [], 0
+    for h in range(len(obj["W_Q"])):
+        Q, K, V = (loop_matmul(X, obj[name][h]) for name in ("W_Q", "W_K", "W_V"))
+        for M in (Q, K, V):
+            zero_columns += sum(all(row[c] == 0 for row in M) for c in range(len(M[0])))
+        R = [[math.fsum(a * b for a, b in zip(q, k)) for k in K] for q in Q]
+        uniform.append(sum(max(row) == min(row) for row in R))
+    return uniform, zero_columns
+
+
+@pytest.mark.parametrize("term", ["OAK-417", "ELM-902"])
+def test_the_floor_holds_for_500_students(term):
+    for n in range(1, 501):
+        ws = worksheet(n, term=term)
+        uniform, zero_columns = uniform_rows_and_zero_columns(as_json(ws))
+        assert max(uniform) <= 1 and zero_columns == 0, (term, n, uniform, zero_columns)
+        assert degenerate(ws) == []
+
+
+@pytest.mark.parametrize("heads, tokens", [(h, t) for h in (1, 2, 3) for t in (2, 3, 4)])
+def test_the_floor_and_the_limits_hold_at_every_size(heads, tokens):
+    for n in range(1, 41):
+        ws = worksheet(n, term="OAK-417", heads=heads, tokens=tokens, steps=["scores"])
+        obj = as_json(ws)
+        uniform, zero_columns = uniform_rows_and_zero_columns(obj)
+        assert max(uniform) <= 1 and zero_columns == 0
+        assert len(ws.tokens) == tokens and len(ws.weights.W_Q) == heads
+        assert ws.d_k * heads == len(ws.x[0]), "the standard layout: d_k = d_model / heads"
+        assert max(abs(v) for M in obj["answers"]["raw_scores"] for row in M for v in row) <= 16
+        assert all(max(row) - min(row) <= MAX_SPREAD for M in ws.raw_scores for row in M)
+        assert len(ws.table) <= MAX_TABLE
+
+
+def test_degenerate_names_what_falls_below_the_floor():
+    from mha_lists.tools.worksheet import _complete  # a hand-made bad problem, not one the generator draws
+    ex = paper_example()
+    zero = [[0, 0] for _ in range(4)]
+    weights = ex.weights._replace(W_Q=[zero, ex.weights.W_Q[1]])
+    ws = _complete(None, ex.tokens, ex.features, ex.x, weights, ["a", "b"], ["c", "d"], STEP_NAMES, False)
+    assert degenerate(ws) == ["Q, head 0: column 0 is all zero", "Q, head 0: column 1 is all zero",
+                              "head 0: 3 uniform softmax rows"]
+    assert degenerate(paper_worksheet_for_test()) == []
+
+
+def paper_worksheet_for_test():
+    from mha_lists.tools.worksheet import paper_worksheet
+    return paper_worksheet()
+
+
+# === Heads with a job ===
+
+
+def test_each_head_does_the_job_the_sheet_names():
+    """Recomputed from the JSON: where each query's largest raw score lands."""
+    for n in range(1, 61):
+        obj = as_json(worksheet(n, term="OAK-417"))
+        T = len(obj["tokens"])
+        kinds = ["noun" if row[obj["features"].index("noun")] else "verb" for row in obj["X"]]
+        for h, job in enumerate(obj["head_jobs"]):
+            R = obj["answers"]["raw_scores"][h]
+            best = [{j for j in range(T) if R[i][j] == max(R[i])} for i in range(T)]
+            if job == "the previous token":
+                assert all(best[i] == {i - 1} for i in range(1, T)), (n, h, R)
+            elif job == "the next token":
+                assert all(best[i] == {i + 1} for i in range(T - 1)), (n, h, R)
+            elif job == "itself":
+                assert all(best[i] == {i} for i in range(T))
+            elif job == "tokens of its own kind":
+                assert all(best[i] == {j for j in range(T) if kinds[j] == kinds[i]} for i in range(T))
+            elif job in ("the verbs", "the nouns"):
+                assert all(best[i] == {j for j in range(T) if kinds[j] + "s" == job[4:]} for i in range(T))
+            elif job == "the first token":
+                assert all(b == {0} for b in best)
+            elif job == "the last token":
+                assert all(b == {T - 1} for b in best)
+            else:  # one head of d_k 4 does two jobs at once: its scores are the sum
+                assert " and " in job and len(obj["W_Q"]) == 1
+
+
+def test_the_sheet_says_what_the_features_and_heads_are():
+    ws = worksheet(5, term="OAK-417")
+    text = to_markdown(ws)
+    assert "pos a, pos b say where it stands" in text and f"head 0 looks for {ws.jobs[0]}" in text
+    page = to_html([ws])
+    assert f"Head 1: {ws.jobs[1]}" in page
+
+
+# === The JSON carries the raw scores the key prints ===
+
+
+@pytest.mark.parametrize("n", range(1, 11))
+def test_json_raw_scores_are_the_integers_the_key_prints(n):
+    ws = worksheet(n, term="OAK-417")
+    obj = as_json(ws)
+    raw = obj["answers"]["raw_scores"]
+    assert all(isinstance(v, int) for M in raw for row in M for v in row)
+    key = to_markdown(ws, key=True)
+    for h, M in enumerate(raw):
+        block = key.split(f"raw scores Q K^T, head {h} (")[1].split("```")[0].splitlines()[2:]
+        assert [[int(v) for v in line.split()[1:]] for line in block] == M
+        assert_close(obj["answers"]["scores"][h], [[v * obj["scale"] for v in row] for row in M])
+
+
+# === Size controls ===
+
+
+def test_answer_cells_counted_by_hand():
+    # 2 heads, 3 tokens, d_k 2: per head Q, K, V 3 * (3 * 2), scores 9, weights 9, output 6; concat 12, output 12
+    assert answer_cells(worksheet(1)) == 2 * (18 + 9 + 9 + 6) + 12 + 12 == 108
+    assert answer_cells(worksheet(1, steps=["softmax"])) == 2 * 9
+    assert answer_cells(worksheet(1, heads=1, tokens=2, steps=["qkv"])) == 3 * 2 * 4
+    assert answer_cells(worksheet(1, heads=3, tokens=4, steps=["scores", "softmax"])) == 3 * (16 + 16)
+
+
+def test_the_sheet_states_its_size_and_time():
+    ws = worksheet(1, steps=["scores", "softmax"])
+    assert "This sheet: 36 answer cells, about 12 minutes at 3 cells a minute." in to_markdown(ws)
+    assert "36 answer cells" in to_html([ws])
+
+
+def test_steps_choose_what_is_asked_and_what_is_given():
+    full, part = worksheet(4, term="oak"), worksheet(4, term="oak", steps=["softmax"])
+    assert full.weights == part.weights, "steps change what is asked, not the problem"
+    sheet, key = to_markdown(part), to_markdown(part, key=True)
+    assert "raw scores Q K^T, head 0 (" in sheet and "W_Q, head 0" not in sheet  # given: the scores
+    assert "Table of e^x" in sheet and "concat" not in sheet
+    assert "attention weights, head 1 (" in key and "Q, head 0 (" not in key
+    assert sheet.count("\n1. ") == 1 and "\n2. " not in sheet.split("## Your steps")[1]
+    output_only = to_markdown(worksheet(4, term="oak", steps=["output"]))
+    assert "attention weights, head 0 (" in output_only and "V, head 1 (" in output_only and "W_O (" in output_only
+
+
+def test_sizes_that_do_not_fit_one_page_are_refused_and_the_defaults_fit():
+    assert all(fits_one_page(worksheet(n), paper) for n in range(1, 21) for paper in ("a4", "letter"))
+    assert not fits_one_page(worksheet(1, heads=3, tokens=4), "a4")
+    assert fits_one_page(worksheet(1, heads=3, tokens=4, steps=["scores", "softmax"]), "letter")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"heads": 0}, "worksheet: heads must be 1-3"),
+    ({"heads": 4}, "worksheet: heads must be 1-3"),
+    ({"heads": True}, "worksheet: heads must be 1-3"),
+    ({"tokens": 1}, "worksheet: tokens must be 2-4"),
+    ({"tokens": 10**100}, "worksheet: tokens must be 2-4"),
+    ({"steps": []}, "worksheet: steps must be a non-empty list"),
+    ({"steps": "qkv"}, "worksheet: steps must be a non-empty list"),
+    ({"steps": ["qkv", "scores", "qkv"]}, "worksheet: steps names a step twice"),
+    ({"steps": ["attention"]}, "worksheet: steps holds 'attention'"),
+    ({"term": ""}, "worksheet: term must be 1-200 printable characters"),
+    ({"term": "a\nb"}, "worksheet: term must be 1-200 printable characters"),
+])
+def test_worksheet_names_each_bad_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        worksheet(1, **kwargs)
+
+
+def test_bad_arguments_of_the_other_functions():
+    with pytest.raises(TypeError, match="worksheet: term must be a str"):
+        worksheet(1, term=42)
+    with pytest.raises(ValueError, match="to_html: paper must be one of a4, letter, got 'a5'"):
+        to_html([worksheet(1)], paper="a5")
+    with pytest.raises(TypeError, match="to_markdown: key must be True or False"):
+        to_markdown(worksheet(1), key="yes")
+    with pytest.raises(ValueError, match="exam: student must be a whole number"):
+        exam(0)
+    with pytest.raises(TypeError, match="exam_markdown: ex must be an Exam"):
+        exam_markdown(worksheet(1))
+    with pytest.raises(ValueError, match="exam_html: exams must be a non-empty list"):
+        exam_html([])
+    with pytest.raises(TypeError, match="answer_cells: ws must be a Worksheet"):
+        answer_cells(None)
+
+
+# === The exam ===
+
+
+@pytest.mark.parametrize("n", range(1, 41))
+def test_exam_keys_recomputed_independently(n):
+    obj = exam_json(exam(n, term="OAK-417"))
+    q = {item["id"]: item for item in obj["questions"]}
+    assert list(q) == ["score", "softmax", "masked", "shape", "parameters"]
+    given = q["score"]["given"]
+    raw = sum(a * b for a, b in zip(given["q"], given["k"]))
+    assert q["score"]["answer"] == {"raw": raw, "scaled": raw / math.sqrt(given["d_k"])}
+    for name in ("softmax", "masked"):
+        g, answer = q[name]["given"], q[name]["answer"]
+        visible = g["raw_scores"][:g["visible"]]
+        expected = loop_softmax([s * g["scale"] for s in visible]) + [0.0] * (len(g["raw_scores"]) - len(visible))
+        assert_close(answer["weights"], expected)
+        assert max(abs(a - b) for a, b in zip(answer["by_table"], expected)) < 0.01  # the table is good enough
+        top = max(visible)
+        assert [row[0] for row in g["table"]] == sorted({s - top for s in visible}, reverse=True)
+        assert all(math.isclose(row[2], round(math.exp(row[0] * g["scale"]), 4)) for row in g["table"])
+    masked = q["masked"]["given"]
+    assert max(masked["raw_scores"]) > max(masked["raw_scores"][:masked["visible"]]), "the mask hides the largest"
+    s = q["shape"]["given"]
+    d_k = s["d_model"] // s["heads"]
+    assert d_k * s["heads"] == s["d_model"]
+    assert q["shape"]["answer"] == {"d_k": d_k, "Q_per_head": [s["batch"], s["heads"], s["tokens"], d_k],
+                                    "scores": [s["batch"], s["heads"], s["tokens"], s["tokens"]],
+                                    "W_O": [s["d_model"], s["d_model"]]}
+    p = q["parameters"]["given"]
+    D = p["d_model"]
+    assert q["parameters"]["answer"]["count"] == 4 * D * D + (4 * D if p["bias"] else 0)
+
+
+def test_exam_parameter_count_agrees_with_the_module():
+    from mha_lists.teaching.weights import init_mha_weights, parameter_count
+    for n in range(1, 21):
+        p = exam_json(exam(n))["questions"][4]
+        g = p["given"]
+        weights = init_mha_weights(g["d_model"], g["heads"], seed=0, bias=g["bias"])
+        assert parameter_count(weights) == p["answer"]["count"]
+
+
+def test_exam_variants_and_formats():
+    exams = [exam(n, term="OAK-417") for n in range(1, 31)]
+    assert len({json.dumps(exam_json(e)["questions"]) for e in exams}) == 30
+    text = exam_markdown(exams[0], key=True)
+    assert text.count("\n1. ") == 2 and "## Answer key" in text and "## Answer key" not in exam_markdown(exams[0])
+    page = exam_html(exams[:2], key=True, paper="letter")
+    assert page.count('<section class="page">') == 2 and page.count('<section class="page key">') == 2
+    assert "size: letter" in page
+    result = run("--students", "1-3", "--term", "OAK-417", "--exam", "--format", "json")
+    assert [o["student"] for o in json.loads(result.stdout)] == [1, 2, 3]
+    assert json.loads(result.stdout)[0] == json.loads(json.dumps(exam_json(exam(1, term="OAK-417"))))
+
+
+# === Print: one page per sheet and per key, on A4 and on Letter ===
+
+
+def test_answer_cells_are_at_least_8_mm_and_instructions_are_one_column():
+    page = to_html([worksheet(1)])
+    assert "table.blank td { height: 8.6mm; }" in page and "columns:" not in page
+    assert "size: A4" in page and "size: letter" in to_html([worksheet(1)], paper="letter")
+
+
+def pdf_pages(tmp_path, name, text):
+    html_file = tmp_path / f"{name}.html"
+    html_file.write_text(text, encoding="utf-8")
+    pdf = tmp_path / f"{name}.pdf"
+    subprocess.run([shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+                    f"--print-to-pdf={pdf}", str(html_file)], capture_output=True, timeout=180, check=True)
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+    return int(next(line.split()[1] for line in info.splitlines() if line.startswith("Pages:")))
+
+
+PRINT_CASES = [  # (heads, tokens, steps): the default and the largest sizes that fit
+    (2, 3, STEP_NAMES), (1, 3, STEP_NAMES), (2, 2, STEP_NAMES), (3, 3, ("qkv", "scores", "softmax")),
+    (2, 4, ("scores", "softmax")), (3, 4, ("scores", "softmax")), (1, 4, ("qkv", "scores", "softmax")),
+]
+
+
+@pytest.mark.skipif(os.environ.get("MHA_LISTS_REQUIRE_BROWSER") != "1",
+                    reason="prints to PDF in headless Chromium; set MHA_LISTS_REQUIRE_BROWSER=1 to run")
+@pytest.mark.parametrize("paper", ["a4", "letter"])
+def test_each_sheet_and_each_key_is_one_printed_page(tmp_path, paper):
+    assert shutil.which("chromium") and shutil.which("pdfinfo"), "needs Debian's chromium and poppler-utils"
+    sheets = [worksheet(n, term="OAK-417", heads=h, tokens=t, steps=s)
+              for h, t, s in PRINT_CASES for n in (1, 2)]
+    sheets.append(paper_worksheet_for_test())
+    assert all(fits_one_page(ws, paper) for ws in sheets)
+    assert pdf_pages(tmp_path, "sheets", to_html(sheets, key=True, paper=paper)) == 2 * len(sheets)
+    exams = [exam(n, term="OAK-417") for n in range(1, 6)]
+    assert pdf_pages(tmp_path, "exams", exam_html(exams, key=True, paper=paper)) == 2 * len(exams)
 
 
 # === Notebook 00a survives its own "Try this" edits ===

@@ -1,5 +1,12 @@
 """The web page in a real browser, and the module under Pyodide (CPython 3.14 on WebAssembly) in Node.
 
+In headless Chromium, every host but 127.0.0.1 unreachable: the numbers are the CLI's; a phone's
+390 px keeps each wide table's title and row labels in view; Back and Forward step through
+changes; example links change only what they name; a bad field is quoted as typed and a
+5,000-digit seed gets its limit without widening the page; the word buttons and the heatmap's
+reading work with the keyboard (no hover title); progress shows while Python loads; and only
+the module files the page imports are fetched. Screenshots go to build/screenshots/.
+
 What these need, and where they get it (CI installs all of it, see .ci/run):
   - node, and `npm ci` at the repository root (the `pyodide` npm package, served locally);
   - Debian's chromium at /usr/bin/chromium (`apt-get install chromium`);
@@ -11,27 +18,21 @@ CI) the skip is a failure instead, so CI cannot pass without having run them.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
-import pathlib
 import shutil
 import subprocess
 import sys
-import threading
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 
-from mha_lists.tools.site import build_site, page_update
-from no_install_helpers import (PYODIDE_DIR, ROOT, cli_headings, cli_tables, need, need_node_and_pyodide,
-                                run_in_pyodide)
+from mha_lists.teaching.example import VOCAB
+from mha_lists.tools.site import MAX_DIGITS, build_site, module_files, page_update
+from no_install_helpers import (PYODIDE_DIR, ROOT, chromium, cli_headings, cli_tables, need_node_and_pyodide,
+                                run_in_pyodide, serve)
 
-CHROMIUM = os.environ.get("MHA_LISTS_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "screenshots"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PHONE = {"width": 390, "height": 844}
 
 # Settings a teacher might share, none of them the default example's.
 HIDDEN = {"seed": "7", "heads": "4", "causal": "1", "d_model": "12", "sentence": "<BOS> transformers like I <EOS>"}
@@ -87,15 +88,6 @@ def test_the_cli_under_pyodide_prints_the_same_bytes_as_cpython():
 
 # === The page in headless Chromium ===
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
-                      ".json": "application/json", ".zip": "application/zip"}
-
-    def log_message(self, *args):  # keep pytest's output clean
-        pass
-
-
 @pytest.fixture(scope="module")
 def site_url(tmp_path_factory):
     """The site built with a local Pyodide (pyodide/ beside index.html), served on 127.0.0.1."""
@@ -103,43 +95,21 @@ def site_url(tmp_path_factory):
     site = tmp_path_factory.mktemp("site")
     build_site(site, "pyodide/")
     shutil.copytree(PYODIDE_DIR, site / "pyodide")
-    handler = functools.partial(_Handler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serve(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser_context(tmp_path_factory):
     """Headless Debian chromium through Playwright, fresh profile; every request recorded, none let out."""
-    need(pathlib.Path(CHROMIUM).exists(), f"chromium is not installed at {CHROMIUM} (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need(False, 'Playwright for Python is not installed (pip install -e ".[browser]")')
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1600, "height": 1000})
-        context.requests = []  # every URL any page asked for, in order
-
-        def route(request_route):
-            context.requests.append(request_route.request.url)
-            if urlsplit(request_route.request.url).hostname == "127.0.0.1":
-                request_route.continue_()
-            else:
-                request_route.abort()
-
-        context.route("**/*", route)
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         yield context
-        context.close()
 
 
-def open_page(context, url: str, state: str = "computed"):
+def open_page(context, url: str, state: str = "computed", viewport: dict = None):
     page = context.new_page()
+    if viewport:
+        page.set_viewport_size(viewport)
     page.goto(url)
     page.wait_for_function(
         "['computed', 'error', 'failed'].includes(document.body.dataset.state)", timeout=180_000)
@@ -150,7 +120,7 @@ def open_page(context, url: str, state: str = "computed"):
 READ_PAGE = """() => {
   const text = (element) => element.textContent.split(/\\s+/).filter(Boolean).join(" ");
   const tables = [...document.querySelectorAll("#walkthrough figure.matrix")].map((figure) => [
-    text(figure.querySelector("caption")),
+    text(figure.querySelector("figcaption")),
     [...figure.querySelectorAll("thead th")].slice(1).map(text),
     [...figure.querySelectorAll("tbody tr")].map((tr) => [text(tr.querySelector("th")),
                                                          [...tr.querySelectorAll("td")].map(text)]),
@@ -204,10 +174,10 @@ def test_a_changed_control_recomputes_and_updates_the_link(site_url, browser_con
     page.click("#backspace")  # drop <EOS>
     page.wait_for_function("document.querySelector('#walkthrough').textContent.includes('seq_len = 4')")
     assert_page_shows(page, cli("--causal", "--sentence", "<BOS> I like transformers"))
-    page.click("a.example[href='?heads=8']")  # a "Try" link: the default example with 8 heads, no reload
+    page.click("a.example[href='?heads=8']")  # a "Try" link: 8 heads, everything else kept, no reload
     page.wait_for_function("document.querySelector('#walkthrough').textContent.includes('num_heads = 8')")
-    assert_page_shows(page, cli("--heads", "8"))
-    assert "heads=8" in page.url and "causal=0" in page.url
+    assert_page_shows(page, cli("--causal", "--sentence", "<BOS> I like transformers", "--heads", "8"))
+    assert "heads=8" in page.url and "causal=1" in page.url
     page.close()
     assert_stayed_local(browser_context)
 
@@ -234,5 +204,161 @@ def test_without_javascript_the_page_shows_the_default_example(site_url, browser
     page.goto(site_url)
     assert page.evaluate("document.body.dataset.state") == "prerendered"
     assert_page_shows(page, cli())
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+# === A phone, the keyboard, the history ===
+
+def recomputed(page, text: str) -> None:
+    """Wait until the walkthrough shows text (Python has recomputed)."""
+    page.wait_for_function(f"document.querySelector('#walkthrough').textContent.includes({json.dumps(text)})")
+
+
+def set_field(page, field: str, value: str) -> None:
+    page.fill(f"#{field}", value)
+    page.dispatch_event(f"#{field}", "change")
+
+
+def page_width(page) -> int:
+    return page.evaluate("document.documentElement.scrollWidth")
+
+
+def test_at_phone_width_a_wide_table_scrolls_with_its_row_labels_in_view(site_url, browser_context):
+    page = open_page(browser_context, site_url, viewport=PHONE)
+    assert page_width(page) <= PHONE["width"]  # the page itself never scrolls sideways
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "page-390.png"))
+    figure = page.locator("figure.matrix").filter(has_text="W_O").first
+    figure.scroll_into_view_if_needed()
+    before = figure.evaluate("(f) => [f.scrollWidth, f.clientWidth]")
+    assert before[0] > before[1]  # wider than the phone: it scrolls in its box
+    figure.evaluate("(f) => { f.scrollLeft = f.scrollWidth; }")
+    box = figure.bounding_box()
+    assert figure.evaluate("(f) => f.scrollLeft") > 0
+    labels = figure.locator("tbody th")
+    for n in range(labels.count()):  # every row label still inside the box, at its left edge
+        label = labels.nth(n).bounding_box()
+        assert box["x"] - 0.5 <= label["x"] <= box["x"] + 2, (n, label, box)
+    caption = figure.locator("figcaption").bounding_box()
+    assert box["x"] - 0.5 <= caption["x"] <= box["x"] + 2
+    page.screenshot(path=str(SCREENSHOTS / "page-390-scrolled.png"))
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+def test_back_and_forward_step_through_changes(site_url, browser_context):
+    page = open_page(browser_context, site_url)
+    page.check("#causal")
+    recomputed(page, "mask = causal")
+    set_field(page, "heads", "4")
+    recomputed(page, "num_heads = 4")
+    assert_page_shows(page, cli("--causal", "--heads", "4"))
+    page.go_back()
+    recomputed(page, "num_heads = 2")
+    assert_page_shows(page, cli("--causal"))
+    assert page.input_value("#heads") == "2" and page.is_checked("#causal")
+    page.go_back()  # the page as it opened
+    page.wait_for_function("!document.querySelector('#walkthrough').textContent.includes('mask = causal')")
+    assert_page_shows(page, cli())
+    assert not page.is_checked("#causal") and page.url == site_url
+    page.go_forward()
+    recomputed(page, "mask = causal")
+    assert_page_shows(page, cli("--causal"))
+    page.go_forward()
+    recomputed(page, "num_heads = 4")
+    assert_page_shows(page, cli("--causal", "--heads", "4"))
+    assert page.input_value("#heads") == "4"
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+def test_example_links_change_only_what_they_name(site_url, browser_context):
+    page = open_page(browser_context, site_url + "?seed=7&d_model=8")
+    page.click("a.example[href='?causal=1']")
+    recomputed(page, "mask = causal")
+    assert_page_shows(page, cli("--seed", "7", "--d-model", "8", "--causal"))
+    page.click("a.example[href='?heads=1']")
+    recomputed(page, "num_heads = 1")
+    assert_page_shows(page, cli("--seed", "7", "--d-model", "8", "--causal", "--heads", "1"))
+    assert [page.input_value(f"#{name}") for name in ("seed", "heads", "d_model")] == ["7", "1", "8"]
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 1600, "height": 1000}], ids=["390px", "desktop"])
+def test_an_invalid_field_is_quoted_as_typed_and_a_huge_seed_gets_its_limit(site_url, browser_context, viewport):
+    page = open_page(browser_context, site_url, viewport=viewport)
+    set_field(page, "seed", "abc")
+    page.wait_for_function("document.body.dataset.state === 'error'")
+    assert page.inner_text("#error") == "parse_query: seed: 'abc' is not a whole number"
+    assert page.input_value("#seed") == "abc"  # the field keeps what was typed
+    set_field(page, "seed", "9" * 5000)
+    page.wait_for_function("document.querySelector('#error').textContent.includes('digits')")
+    assert page.inner_text("#error") == f"parse_query: seed has 5,000 digits; this page takes at most {MAX_DIGITS}"
+    assert page_width(page) <= viewport["width"]  # the layout holds
+    name = "page-huge-seed-390.png" if viewport is PHONE else "page-huge-seed.png"
+    page.screenshot(path=str(SCREENSHOTS / name))
+    set_field(page, "d_model", "4096")
+    set_field(page, "seed", "7")
+    page.wait_for_function("document.querySelector('#error').textContent.includes('4096')")
+    assert page.inner_text("#error") == "parse_query: d_model is 4096; this page draws at most 64"
+    assert page.is_hidden("#command-line")  # no command that would print for minutes
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+def test_explanations_and_word_buttons_work_with_the_keyboard(site_url, browser_context):
+    page = open_page(browser_context, site_url)
+    assert page.evaluate("document.querySelectorAll('body [title]').length") == 0  # nothing hides behind a hover
+    how = page.locator("figure.weights .how").first
+    assert how.is_visible() and how.inner_text().startswith("How to read it: row <BOS>, column I is ")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("figure.weights").first.screenshot(path=str(SCREENSHOTS / "heatmap.png"))
+    words = page.get_by_role("group", name="Add a word:")
+    assert words.get_by_role("button").all_inner_texts() == VOCAB + ["\u232b remove the last word"]
+    page.focus("#sentence")
+    page.keyboard.press("Tab")  # the next stop is the vocabulary's first word
+    assert page.evaluate("document.activeElement.textContent") == VOCAB[0]
+    for _ in range(VOCAB.index("I")):
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # adds "I"
+    recomputed(page, "seq_len = 6")
+    assert page.input_value("#sentence") == "<BOS> I like transformers <EOS> I"
+    assert_page_shows(page, cli("--sentence", "<BOS> I like transformers <EOS> I"))
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+WATCH_PROGRESS = """
+window.mhaProgress = [];  // every text the progress line shows, from before the page's script runs
+new MutationObserver(() => {
+  const text = document.getElementById("progress-text");
+  const last = window.mhaProgress[window.mhaProgress.length - 1];
+  if (text && text.textContent && text.textContent !== last) window.mhaProgress.push(text.textContent);
+}).observe(document, {childList: true, characterData: true, subtree: true});
+"""
+
+
+def test_progress_is_shown_while_python_loads_and_only_the_pages_modules_are_fetched(site_url, browser_context):
+    first = len(browser_context.requests)
+    page = browser_context.new_page()
+    page.add_init_script(WATCH_PROGRESS)
+    page.goto(site_url + "?seed=3")
+    page.wait_for_selector("#loading progress", state="visible")
+    page.screenshot(path=str(SCREENSHOTS / "page-loading.png"))
+    page.wait_for_function("document.body.dataset.state === 'computed'", timeout=180_000)
+    assert page.is_hidden("#loading")
+    steps = page.evaluate("window.mhaProgress")
+    files = module_files()
+    assert steps[0].startswith("Loading Python (Pyodide") and steps[0].endswith(f"(step 1 of {len(files) + 3})")
+    loaded = [text.split()[1] for text in steps if text.startswith("Loading mha_lists/")]
+    assert loaded == [f"mha_lists/{name}" for name in files]
+    assert [s for s in steps if s.startswith(("Importing", "Python ready"))][:2] == [
+        f"Importing mha_lists (step {len(files) + 2} of {len(files) + 3})", steps[-1]]
+    assert steps[-1].startswith("Python ready in ")
+    fetched = sorted(urlsplit(url).path.split("/mha_lists/", 1)[1] for url in browser_context.requests[first:]
+                     if "/mha_lists/" in urlsplit(url).path)
+    assert fetched == files and "tools/bench.py" not in fetched and "teaching/training.py" not in fetched
     page.close()
     assert_stayed_local(browser_context)

@@ -15,7 +15,7 @@ from mha_lists.teaching.torch_init import (
     torch_mha_weights,
     xavier_uniform_bound,
 )
-from mha_lists.teaching.weights import check_weights
+from mha_lists.core.attention import check_weights
 
 
 def entries(*matrices):
@@ -47,7 +47,7 @@ def test_mha_in_proj_bound_is_xavier_over_the_fused_matrix():
 def test_torch_mha_weights_shapes_bounds_and_spread():
     E, h = 64, 4
     w = torch_mha_weights(E, h, seed=0)
-    dims = check_weights("test", w)
+    dims = check_weights("test", "weights", w)
     assert (dims.d_model, dims.num_heads, dims.d_k, dims.d_v) == (E, h, E // h, E // h)
     assert parameter_count(w) == 4 * E * E
     qkv = entries(*w.W_Q, *w.W_K, *w.W_V)

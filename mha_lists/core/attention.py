@@ -27,16 +27,16 @@ attention, a smaller divisor grouped-query attention, 1 multi-query); ``W_O``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from . import matrix
-from .checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_same_shapes, check_vector, reported_as)
+from .checks import (ShapeError, all_numbers, check_int, check_matrix, check_same_shapes, check_vector, checked,
+                     kind)
 from .matrix import Matrix, Vector, add_row, concat_heads, matmul, transpose
-from .softmax_and_masks import Mask, apply_mask, check_mask, softmax_rows
+from .softmax_and_masks import Mask, apply_mask, softmax_rows
 
-__all__ = ["attention", "default_scale", "multi_head_attention", "attention_trace", "AttentionTrace",
-           "kv_head_for", "linear", "project_heads", "check_inputs", "MHAWeights", "Dims", "check_weights",
-           "multiply_adds"]
+__all__ = ["attention", "multi_head_attention", "attention_trace", "kv_head_for", "MHAWeights"]
 
 
 # === The weights ===
@@ -79,13 +79,27 @@ def _check_biases(func: str, name: str, biases: object, count: int, width: int) 
             )
 
 
-def check_weights(func: str, weights: object) -> Dims:
-    """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes."""
+@kind("weights")
+def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -> Dims:
+    """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes.
+
+    It is the "weights" kind of ``checked``: the sizes it returns are named d_model,
+    num_heads, num_kv_heads, d_k and d_v.
+    """
     if not isinstance(weights, MHAWeights):
-        raise TypeError(f"{func}: weights must be an MHAWeights, got {type(weights).__name__}")
-    h, d_model, d_k = check_same_shapes(func, "weights.W_Q", weights.W_Q, finite=True)
-    g, d_model_k, d_k_k = check_same_shapes(func, "weights.W_K", weights.W_K, finite=True)
-    g_v, d_model_v, d_v = check_same_shapes(func, "weights.W_V", weights.W_V, finite=True)
+        raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")
+    groups = (weights.W_Q, weights.W_K, weights.W_V)
+    # Usually every entry is a finite number and each group's heads share one shape: tested in C.
+    fine = all(type(group) is list and group for group in groups) and \
+        all_numbers([*weights.W_Q, *weights.W_K, *weights.W_V, weights.W_O], finite=True)
+    shapes = [{(len(M), len(M[0])) for M in group} for group in groups] if fine else []
+    if fine and all(len(s) == 1 for s in shapes):
+        (h, g, g_v), ((d_model, d_k),), ((d_model_k, d_k_k),), ((d_model_v, d_v),) = map(len, groups), *shapes
+    else:  # find the problem and name it
+        fine = False
+        h, d_model, d_k = check_same_shapes(func, "weights.W_Q", weights.W_Q, finite=True)
+        g, d_model_k, d_k_k = check_same_shapes(func, "weights.W_K", weights.W_K, finite=True)
+        g_v, d_model_v, d_v = check_same_shapes(func, "weights.W_V", weights.W_V, finite=True)
     if (d_model_k, d_k_k) != (d_model, d_k):
         raise ShapeError(
             f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_k}x{d_k_k}; "
@@ -100,15 +114,17 @@ def check_weights(func: str, weights: object) -> Dims:
         raise ShapeError(
             f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
         )
-    rows, cols = check_matrix(func, "weights.W_O", weights.W_O, finite=True)
+    rows, cols = (len(weights.W_O), len(weights.W_O[0])) if fine else \
+        check_matrix(func, "weights.W_O", weights.W_O, finite=True)
     if (rows, cols) != (h * d_v, d_model):
         raise ShapeError(
             f"{func}: W_O is {rows}x{cols}; it must be (num_heads * d_v) x d_model = "
             f"{h * d_v}x{d_model} ({h} heads of width {d_v})"
         )
-    _check_biases(func, "b_Q", weights.b_Q, h, d_k)
-    _check_biases(func, "b_K", weights.b_K, g, d_k)
-    _check_biases(func, "b_V", weights.b_V, g, d_v)
+    for label, biases, count, width in (("b_Q", weights.b_Q, h, d_k), ("b_K", weights.b_K, g, d_k),
+                                        ("b_V", weights.b_V, g, d_v)):
+        if biases is not None:
+            _check_biases(func, label, biases, count, width)
     if weights.b_O is not None and check_vector(func, "weights.b_O", weights.b_O, finite=True) != d_model:
         raise ShapeError(f"{func}: weights.b_O has {len(weights.b_O)} entries; it must have d_model = {d_model}")
     return Dims(d_model, h, g, d_k, d_v)
@@ -117,47 +133,46 @@ def check_weights(func: str, weights: object) -> Dims:
 # === One head ===
 
 
-def default_scale(func: str, d_k: int, scale: Optional[float]) -> float:
-    """``scale`` checked (a positive finite number), or 1 / sqrt(d_k) when it is None.
+class Head(NamedTuple):
+    """One head's steps: scores, the weights softmax makes of them, and the output."""
 
-    >>> default_scale("demo", 4, None)
-    0.5
+    scores: Matrix  # (T, T_k): Q K^T / sqrt(d_k), -inf where the mask says no
+    weights: Matrix  # (T, T_k): softmax of each row of scores
+    output: Matrix  # (T, d_v): weights @ V, each row a weighted average of V's rows
+
+
+ONE_HEAD_CONTRACT = dict(Q="finite matrix T d_k", K="finite matrix T_k d_k", V="finite matrix T_k d_v",
+                 mask="optional mask T T_k", scale="optional positive number",
+                 why={"d_k": "queries and keys must have the same width d_k to be multiplied",
+                      "T_k": "there must be one value row per key row"})
+
+
+@checked(**ONE_HEAD_CONTRACT, finite_result=lambda head: head.output)
+def attention_steps(Q: Matrix, K: Matrix, V: Matrix, *, mask: Optional[Mask] = None,
+                    scale: Optional[float] = None) -> Head:
+    """One head of attention, step by step: softmax(Q K^T / sqrt(d_k) + M) V.
+
+    Q (T, d_k), K (T_k, d_k), V (T_k, d_v); ``mask`` (T, T_k) is True where query
+    i may attend to key j; ``scale`` defaults to 1 / sqrt(d_k).
+
+    >>> steps = attention_steps([[1.0, 0.0]], [[0.0, 1.0], [0.0, -1.0]], [[1.0, 0.0], [3.0, 2.0]])
+    >>> steps.scores, steps.weights, steps.output
+    ([[0.0, 0.0]], [[0.5, 0.5]], [[2.0, 1.0]])
     """
-    if scale is None:
-        return 1 / math.sqrt(d_k)
-    return check_number(func, "scale", scale, positive=True)
+    c = 1 / math.sqrt(len(K[0])) if scale is None else scale  # default_scale, written out
+    scores = apply_mask(matrix.scale(matmul(Q, transpose(K)), c), mask)  # Q K^T / sqrt(d_k); -inf where masked
+    weights = softmax_rows(scores)  # each row positive, adding up to 1; a masked key gets exactly 0.0
+    return Head(scores, weights, matmul(weights, V))  # each row a weighted average of V's rows
 
 
-def _check_qkv(func: str, Q: object, K: object, V: object) -> tuple[int, int, int, int]:
-    T, d_k = check_matrix(func, "Q", Q, finite=True)
-    T_k, d_k2 = check_matrix(func, "K", K, finite=True)
-    T_v, d_v = check_matrix(func, "V", V, finite=True)
-    if d_k2 != d_k:
-        raise ShapeError(
-            f"{func}: Q is {T}x{d_k} and K is {T_k}x{d_k2}; queries and keys must have the "
-            f"same width d_k to be multiplied"
-        )
-    if T_v != T_k:
-        raise ShapeError(
-            f"{func}: K is {T_k}x{d_k2} and V is {T_v}x{d_v}; there must be one value row per key row"
-        )
-    return T, T_k, d_k, d_v
-
-
-def attention(
-    Q: Matrix,
-    K: Matrix,
-    V: Matrix,
-    *,
-    mask: Optional[Mask] = None,
-    scale: Optional[float] = None,
-) -> Matrix:
+@checked(**ONE_HEAD_CONTRACT, finite_result=True)
+def attention(Q: Matrix, K: Matrix, V: Matrix, *, mask: Optional[Mask] = None,
+              scale: Optional[float] = None) -> Matrix:
     """One head of attention: Q (T, d_k), K (T_k, d_k), V (T_k, d_v); the result is (T, d_v).
 
-    ``scale`` defaults to 1 / sqrt(d_k); ``mask`` (T, T_k) is True where query i
-    may attend to key j. One query that matches two keys equally (both scores
-    are 0) takes the average of their values; masking the second key leaves
-    only the first value:
+    The output of ``attention_steps``, just above. One query that matches two
+    keys equally (both scores are 0) takes the average of their values; masking
+    the second key leaves only the first value:
 
     >>> Q, K, V = [[1.0, 0.0]], [[0.0, 1.0], [0.0, -1.0]], [[1.0, 0.0], [3.0, 2.0]]
     >>> attention(Q, K, V)
@@ -165,49 +180,102 @@ def attention(
     >>> attention(Q, K, V, mask=[[True, False]])
     [[1.0, 0.0]]
     """
-    T, T_k, d_k, _ = _check_qkv("attention", Q, K, V)
-    c = default_scale("attention", d_k, scale)
-    if mask is not None:
-        check_mask("attention", "mask", mask, (T, T_k))
-    with reported_as("attention"):
-        scores = matrix.scale(matmul(Q, transpose(K)), c)  # (T, T_k): Q K^T / sqrt(d_k)
-        weights = softmax_rows(apply_mask(scores, mask))  # masked keys get weight 0.0
-        return matmul(weights, V)  # (T, d_v): each row a weighted average of V's rows
+    return attention_steps(Q, K, V, mask=mask, scale=scale).output
 
 
 # === Many heads ===
 
 
+def _kv_heads_divide(func: str, arguments: dict, sizes: dict) -> None:
+    h, g = sizes["num_heads"], sizes["num_kv_heads"]
+    if h % g:
+        raise ShapeError(
+            f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
+        )
+    if arguments["step"] is not None and not callable(arguments["step"]):
+        raise TypeError(f"{func}: step must be a function of (Q, K, V, ..., mask=, scale=), got {arguments['step']!r}")
+    for t, extra in enumerate(arguments["per_head"]):
+        if not isinstance(extra, (list, tuple)) or len(extra) != h:
+            raise ShapeError(f"{func}: per_head[{t}] must be a list with one entry per query head ({h})")
+
+
+@checked(Q="matrices num_heads T d_k", K="matrices num_kv_heads T_k d_k", V="matrices num_kv_heads T_k d_v",
+         mask="optional mask T T_k", scale="optional positive number", also=_kv_heads_divide,
+         why={"d_k": "queries and keys must have the same width d_k to be multiplied",
+              "T_k": "there must be one value row per key row",
+              "num_kv_heads": "keys and values need the same number of heads"})
+def each_head(Q: list[Matrix], K: list[Matrix], V: list[Matrix], *, mask: Optional[Mask] = None,
+              scale: Optional[float] = None, step: Optional[Callable] = None, per_head: Sequence = ()) -> list:
+    """The head loop: ``attention_steps`` for every query head h, with the key/value head g it reads.
+
+    With num_heads query heads and num_kv_heads key/value heads, head h reads
+    g = h // (num_heads // num_kv_heads): each key/value head serves the same
+    number of neighbouring query heads (all of them in multi-query attention).
+    ``multi_head_attention``, ``attention_trace``, ``decode_step`` and the
+    backward pass all run their heads through this one loop; the backward pass
+    gives its own ``step``, and in ``per_head`` lists of what each head needs
+    besides Q, K and V (step(Q[h], K[g], V[g], per_head[0][h], ..., mask=, scale=)).
+
+    >>> heads = each_head([[[1.0, 0.0]], [[0.0, 1.0]]], [[[1.0, 0.0], [0.0, 1.0]]], [[[1.0], [3.0]]], scale=100.0)
+    >>> [head.output for head in heads]  # query head 0 finds key 0, head 1 key 1: one K and V for both
+    [[[1.0]], [[3.0]]]
+    """
+    step = attention_steps if step is None else step
+    group = len(Q) // len(K)  # query heads per key/value head
+    return [step(Q[h], K[h // group], V[h // group], *[extra[h] for extra in per_head], mask=mask, scale=scale)
+            for h in range(len(Q))]
+
+
+@checked(d_k="positive int", scale="optional positive number")
+def default_scale(d_k: int, scale: Optional[float] = None) -> float:
+    """``scale``, or 1 / sqrt(d_k) when it is None: the factor every score is multiplied by.
+
+    >>> default_scale(4)
+    0.5
+    """
+    return 1 / math.sqrt(d_k) if scale is None else scale
+
+
+def _head_in_range(func: str, arguments: dict, sizes: dict) -> None:
+    num_heads, num_kv_heads = arguments["num_heads"], arguments["num_kv_heads"]
+    if num_heads % num_kv_heads:
+        raise ShapeError(
+            f"{func}: num_kv_heads {num_kv_heads} does not divide num_heads {num_heads}; "
+            "each key/value head must serve the same number of query heads"
+        )
+    h = check_int(func, "h", arguments["h"])
+    if not 0 <= h < num_heads:
+        raise ValueError(f"{func}: h is {h}; a query head is numbered 0 to {num_heads - 1}")
+
+
+@checked(num_heads="positive int", num_kv_heads="positive int", also=_head_in_range)
 def kv_head_for(h: int, num_heads: int, num_kv_heads: int) -> int:
     """The key/value head that query head h reads: h // (num_heads // num_kv_heads).
 
     >>> [kv_head_for(h, 8, 2) for h in range(8)]
     [0, 0, 0, 0, 1, 1, 1, 1]
     """
-    func = "kv_head_for"
-    check_positive_int(func, "num_heads", num_heads)
-    check_positive_int(func, "num_kv_heads", num_kv_heads)
-    if num_heads % num_kv_heads:
-        raise ShapeError(
-            f"{func}: num_kv_heads {num_kv_heads} does not divide num_heads {num_heads}; "
-            "each key/value head must serve the same number of query heads"
-        )
-    if not 0 <= check_int(func, "h", h) < num_heads:
-        raise ValueError(f"{func}: h is {h}; a query head is numbered 0 to {num_heads - 1}")
     return h // (num_heads // num_kv_heads)
 
 
+@checked(X="finite matrix n d_in", W="finite matrix d_in d_out", b="optional finite vector d_out",
+         finite_result=True, why={"b": "W is {first_shape} and b has {value} entries; b needs one entry per column "
+                                       "of W ({expected})"})
 def linear(X: Matrix, W: Matrix, b: Optional[Vector] = None) -> Matrix:
     """X (n, d_in) W (d_in, d_out), plus b (d_out,) on every row when given.
 
     >>> linear([[1, 2]], [[1, 0], [0, 1]], [10, 20])
     [[11.0, 22.0]]
     """
-    with reported_as("linear"):
-        P = matmul(X, W)
-        return P if b is None else add_row(P, b)
+    P = matmul(X, W)
+    return P if b is None else add_row(P, b)
 
 
+LAYER_CONTRACT = dict(weights="weights", x="finite matrix T d_model", context="optional finite matrix T_k d_model",
+              why={"d_model": "{name} is {shape} but the weights expect d_model = {expected} columns"})
+
+
+@checked(**LAYER_CONTRACT)
 def project_heads(x: Matrix, weights: MHAWeights, context: Optional[Matrix] = None):
     """Each query head's Q from x; each key/value head's K and V from context (default x).
 
@@ -222,25 +290,10 @@ def project_heads(x: Matrix, weights: MHAWeights, context: Optional[Matrix] = No
     return Q, K, V
 
 
-def check_inputs(func: str, x: object, weights: object, context: object, mask: object,
-                 scale: object) -> tuple[Dims, float]:
-    """Check every argument of a multi-head call once; return the sizes and the scale to use."""
-    dims = check_weights(func, weights)
-    T, width = check_matrix(func, "x", x, finite=True)
-    if width != dims.d_model:
-        raise ShapeError(f"{func}: x is {T}x{width} but the weights expect d_model = {dims.d_model} columns")
-    T_k = T
-    if context is not None:
-        T_k, c_width = check_matrix(func, "context", context, finite=True)
-        if c_width != dims.d_model:
-            raise ShapeError(
-                f"{func}: context is {T_k}x{c_width} but the weights expect d_model = {dims.d_model} columns"
-            )
-    if mask is not None:
-        check_mask(func, "mask", mask, (T, T_k))
-    return dims, default_scale(func, dims.d_k, scale)
+_MULTI_HEAD = dict(LAYER_CONTRACT, mask="optional mask T T_k", scale="optional positive number", same={"T_k": "T"})
 
 
+@checked(**_MULTI_HEAD, finite_result=True)
 def multi_head_attention(
     x: Matrix,
     weights: MHAWeights,
@@ -261,15 +314,9 @@ def multi_head_attention(
     >>> len(out), len(out[0])
     (2, 4)
     """
-    func = "multi_head_attention"
-    dims, c = check_inputs(func, x, weights, context, mask, scale)
-    with reported_as(func):
-        Q, K, V = project_heads(x, weights, context)
-        heads = []
-        for h in range(dims.num_heads):
-            g = kv_head_for(h, dims.num_heads, dims.num_kv_heads)
-            heads.append(attention(Q[h], K[g], V[g], mask=mask, scale=c))
-        return linear(concat_heads(heads), weights.W_O, weights.b_O)
+    Q, K, V = project_heads(x, weights, context)
+    heads = each_head(Q, K, V, mask=mask, scale=scale)
+    return linear(concat_heads([head.output for head in heads]), weights.W_O, weights.b_O)
 
 
 class AttentionTrace(NamedTuple):
@@ -283,9 +330,10 @@ class AttentionTrace(NamedTuple):
     head_outputs: list[Matrix]  # per query head, (T, d_v): attention @ V
     concat: Matrix  # (T, num_heads * d_v)
     output: Matrix  # (T, d_model)
-    multiply_adds: dict[str, int]  # per step: cost.multiply_adds of these sizes
+    multiply_adds: dict[str, int]  # per step: multiply_adds of these sizes
 
 
+@checked(**_MULTI_HEAD, finite_result=lambda trace: trace.output)
 def attention_trace(
     x: Matrix,
     weights: MHAWeights,
@@ -296,32 +344,32 @@ def attention_trace(
 ) -> AttentionTrace:
     """``multi_head_attention`` of x (T, d_model), keeping every intermediate (see AttentionTrace).
 
-    The steps of ``attention`` are written out here so each can be kept; the
-    output is the same, bit for bit. ``multiply_adds`` counts, per step, the
-    multiply-adds of the products that ran (``cost.multiply_adds``).
+    The same steps, through the same head loop, so the output is the same, bit
+    for bit. ``multiply_adds`` counts, per step, the multiply-adds of the
+    products that ran.
     """
-    func = "attention_trace"
-    dims, c = check_inputs(func, x, weights, context, mask, scale)
-    with reported_as(func):
-        Q, K, V = project_heads(x, weights, context)
-        scores, weights_per_head, head_outputs = [], [], []
-        for h in range(dims.num_heads):
-            g = kv_head_for(h, dims.num_heads, dims.num_kv_heads)
-            S = apply_mask(matrix.scale(matmul(Q[h], transpose(K[g])), c), mask)
-            A = softmax_rows(S)
-            scores.append(S)
-            weights_per_head.append(A)
-            head_outputs.append(matmul(A, V[g]))
-        concat = concat_heads(head_outputs)
-        output = linear(concat, weights.W_O, weights.b_O)
-    counts = multiply_adds(len(x), dims.d_model, dims.num_heads, d_k=dims.d_k, d_v=dims.d_v,
-                           num_kv_heads=dims.num_kv_heads, context_len=len(K[0]))
-    return AttentionTrace(Q, K, V, scores, weights_per_head, head_outputs, concat, output, counts)
+    Q, K, V = project_heads(x, weights, context)
+    heads = each_head(Q, K, V, mask=mask, scale=scale)
+    concat = concat_heads([head.output for head in heads])
+    output = linear(concat, weights.W_O, weights.b_O)
+    counts = multiply_adds(len(x), len(x[0]), len(Q), d_k=len(Q[0][0]), d_v=len(V[0][0]),
+                           num_kv_heads=len(K), context_len=len(K[0]))
+    return AttentionTrace(Q, K, V, [head.scores for head in heads], [head.weights for head in heads],
+                          [head.output for head in heads], concat, output, counts)
 
 
 # === Counting the work ===
 
 
+def _d_model_splits(func: str, arguments: dict, sizes: dict) -> None:
+    d_model, h = arguments["d_model"], arguments["num_heads"]
+    if (arguments["d_k"] is None or arguments["d_v"] is None) and d_model % h:
+        raise ShapeError(f"{func}: d_model {d_model} is not divisible by num_heads {h}; pass d_k and d_v")
+
+
+@checked(seq_len="positive int", d_model="positive int", num_heads="positive int", d_k="optional positive int",
+         d_v="optional positive int", num_kv_heads="optional positive int", context_len="optional positive int",
+         also=_d_model_splits)
 def multiply_adds(
     seq_len: int,
     d_model: int,
@@ -343,18 +391,11 @@ def multiply_adds(
     >>> multiply_adds(5, 16, 2)
     {'Q': 1280, 'K': 1280, 'V': 1280, 'scores': 400, 'weighted_sum': 400, 'W_O': 1280}
     """
-    func = "multiply_adds"
-    T = check_positive_int(func, "seq_len", seq_len)
-    check_positive_int(func, "d_model", d_model)
-    h = check_positive_int(func, "num_heads", num_heads)
-    if (d_k is None or d_v is None) and d_model % h:
-        raise ShapeError(
-            f"{func}: d_model {d_model} is not divisible by num_heads {h}; pass d_k and d_v"
-        )
-    d_k = d_model // h if d_k is None else check_positive_int(func, "d_k", d_k)
-    d_v = d_model // h if d_v is None else check_positive_int(func, "d_v", d_v)
-    g = h if num_kv_heads is None else check_positive_int(func, "num_kv_heads", num_kv_heads)
-    T_k = T if context_len is None else check_positive_int(func, "context_len", context_len)
+    T, h = seq_len, num_heads
+    d_k = d_model // h if d_k is None else d_k
+    d_v = d_model // h if d_v is None else d_v
+    g = h if num_kv_heads is None else num_kv_heads
+    T_k = T if context_len is None else context_len
     return {
         "Q": T * d_model * h * d_k,
         "K": T_k * d_model * g * d_k,

@@ -1,28 +1,48 @@
-"""Checking arguments: one helper per rule, so every public function says the same thing the same way.
+"""Checks at the door: a public function declares what its arguments must be, once, above it.
 
-Each helper takes ``func`` (the public function the user called) and ``name``
-(the argument), and raises an error whose message starts with ``func``:
+    @checked(Q="finite matrix T d_k", K="finite matrix T_k d_k", V="finite matrix T_k d_v",
+             mask="optional mask T T_k", scale="optional positive number")
+    def attention(Q, K, V, *, mask=None, scale=None): ...
+
+``checked`` reads each declaration, checks the argument on the way in, and gives
+every size a name (T, d_k, ...): a size met twice must be the same both times.
+The message names the function, the arguments and the rule, and the traceback
+ends at the call the learner wrote:
 
     ShapeError: matmul: A is 5x16 and B is 8x8; A's columns (16) must equal B's rows (8)
 
-===========================  ===============================================
-check_matrix, check_vector   rectangular lists of numbers (finite, if asked)
-check_positive_int           sizes and counts: 1, 2, 3, ...
-check_bool                   a switch: True or False
-check_number                 one real number (finite, positive, if asked)
-check_same_shapes            a list of matrices that must all have one shape
-all_finite, too_large         a sum or product that overflowed float64
-reported_as                  errors of inner steps, reported under the name
-                             of the public function the user called
-===========================  ===============================================
+Everything the function calls trusts its arguments: a checked function called
+from inside another one runs straight away, without checking again. If the
+arithmetic leaves float64's range anywhere inside, the error is the called
+function's too: ``attention: the values are too large ...``.
+
+The kinds of argument (each may start with ``optional``, which lets None through):
+
+===============================  ================================================
+matrix n m, finite matrix n m    a non-empty rectangular list of rows of numbers
+rows n m                         the same, entries not looked at
+vector n, finite vector n        a non-empty list of numbers
+mask T T_k                       rows of True/False, each row allowing some key
+weights                          an MHAWeights; names d_model, num_heads,
+                                 num_kv_heads, d_k, d_v
+int, positive int                an int (not a bool); >= 1
+number, positive number          a finite int or float; > 0
+bool                             True or False
+===============================  ================================================
+
+A size can be a name (``T``) or a number (``1``). The helpers below
+(``check_matrix``, ``check_positive_int``, ...) are what the kinds run; code
+outside the core that checks by hand calls them, so every message reads alike.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from itertools import chain
+from typing import Any, NamedTuple, Optional, Union
 
 
 class ShapeError(ValueError):
@@ -45,14 +65,16 @@ def is_number(value: object) -> bool:
 def check_entries(func: str, name: str, values: Sequence, finite: bool) -> None:
     """Check that every entry of one row is an int or a float (and finite, if asked)."""
     # Fast path in C for the usual case; the loop below only runs to name the bad entry.
-    if set(map(type, values)) <= _NUMBER_TYPES and (not finite or all(map(math.isfinite, values))):
+    if set(map(type, values)) <= _NUMBER_TYPES and (not finite or all_finite([values])):
         return
     for j, value in enumerate(values):
         if not is_number(value):
             raise TypeError(
                 f"{func}: {name}[{j}] is {value!r} ({type(value).__name__}); entries must be int or float"
             )
-        if finite and not math.isfinite(value):
+        if finite and not all_finite([[value]]):
+            if isinstance(value, int):  # an int too large for a float
+                raise too_large(func)
             raise ValueError(f"{func}: {name}[{j}] is {value}; entries must be finite numbers")
 
 
@@ -107,20 +129,36 @@ def check_matrix(func: str, name: str, M: object, *, finite: bool = False) -> tu
     ...
     mha_lists.core.checks.ShapeError: demo: A is ragged: row 0 has 2 entries but row 1 has 1; every row must have the same length
     """
+    # The usual case, tested in C without a loop in Python: a list of lists of one
+    # width, every entry an int or a float and, if asked, a finite total (a nan or
+    # inf entry makes any sum nan or inf; the total is a test, never a result).
+    if (type(M) is list and M and set(map(type, M)) == {list} and len(set(map(len, M))) == 1 and M[0]
+            and set(map(type, chain.from_iterable(M))) <= _NUMBER_TYPES):
+        try:
+            if not finite or math.isfinite(sum(map(sum, M))):
+                return len(M), len(M[0])
+        except OverflowError:  # an int too large for a float: named below
+            pass
+    # Otherwise find the problem and name it.
     shape_ = check_rows(func, name, M)
-    # Fast path in C for the usual case: every entry an int or a float and, if
-    # asked, a finite sum (a nan or inf entry makes any sum nan or inf). The sum
-    # is only a test, never a result; if it says no, the loop names the entry.
-    if set(map(type, chain.from_iterable(M))) <= _NUMBER_TYPES and (not finite or _finite_total(M)):
-        return shape_
     for i, row in enumerate(M):
         check_entries(func, f"{name}[{i}]", row, finite)
     return shape_
 
 
-def _finite_total(M: Sequence[Sequence[float]]) -> bool:
+def all_numbers(matrices: Sequence, *, finite: bool = False) -> bool:
+    """True when every matrix is a list of non-empty lists of one width, of ints and floats (and
+    finite, if asked): the usual case, tested in C for many matrices at once. When it says no,
+    ``check_matrix`` on each finds the problem and names it.
+    """
+    if type(matrices) is not list or set(map(type, matrices)) != {list} or not all(matrices):
+        return False
+    rows = list(chain.from_iterable(matrices))
+    if not (set(map(type, rows)) == {list} and all(rows) and all(len(set(map(len, M))) == 1 for M in matrices)
+            and set(map(type, chain.from_iterable(rows))) <= _NUMBER_TYPES):
+        return False
     try:
-        return math.isfinite(sum(map(sum, M)))
+        return not finite or math.isfinite(sum(map(sum, rows)))
     except OverflowError:  # an int too large for a float
         return False
 
@@ -162,8 +200,8 @@ def check_number(func: str, name: str, value: object, *, positive: bool = False)
     """
     if not is_number(value):
         raise TypeError(f"{func}: {name} must be a number, got {value!r} ({type(value).__name__})")
-    if not math.isfinite(value):
-        raise ValueError(f"{func}: {name} must be a finite number, got {value!r}")
+    if not all_finite([[value]]):  # an int too large for a float is not finite either
+        raise ValueError(f"{func}: {name} must be a finite number, got {value!r:.40}")
     if positive and value <= 0:
         raise ValueError(f"{func}: {name} must be a positive finite number, got {value!r}")
     return value
@@ -199,25 +237,209 @@ def all_finite(rows: Sequence[Sequence[float]]) -> bool:
         return False
 
 
-@contextmanager
-def reported_as(func: str) -> Iterator[None]:
-    """Report an error raised by an inner step as an error of ``func``, the function the user called.
+# === The door: @checked ===
 
-    The inner step's own name at the start of the message is replaced:
 
-    >>> with reported_as("multi_head_attention"):
-    ...     raise ValueError("matmul: the values are too large")
+class _Kind(NamedTuple):
+    check: Callable  # (func, name, value) -> its sizes: a tuple, an int (a vector's length), a dict of named sizes
+    axes: tuple[str, ...]  # what each size is called in a message: "rows", "columns", "entries"
+    expects: bool = False  # the check is also given the sizes expected so far, (T, None) say
+
+
+KINDS: dict[str, _Kind] = {}
+
+
+def kind(name: str, axes: tuple[str, ...] = ()) -> Callable:
+    """Register a kind of argument whose check is also given the sizes expected so far.
+
+    The core registers "mask" and "weights" this way.
+    """
+    def register(check: Callable) -> Callable:
+        KINDS[name] = _Kind(check, axes, expects=True)
+        return check
+    return register
+
+
+KINDS["matrix"] = _Kind(check_matrix, ("rows", "columns"))
+KINDS["finite matrix"] = _Kind(functools.partial(check_matrix, finite=True), ("rows", "columns"))
+KINDS["rows"] = _Kind(check_rows, ("rows", "columns"))
+KINDS["vector"] = _Kind(check_vector, ("entries",))
+KINDS["finite vector"] = _Kind(functools.partial(check_vector, finite=True), ("entries",))
+KINDS["matrices"] = _Kind(check_same_shapes, ("heads", "rows", "columns"))
+KINDS["int"] = _Kind(check_int, ())
+KINDS["positive int"] = _Kind(check_positive_int, ())
+KINDS["number"] = _Kind(check_number, ())
+KINDS["positive number"] = _Kind(functools.partial(check_number, positive=True), ())
+KINDS["bool"] = _Kind(check_bool, ())
+
+
+class _Rule(NamedTuple):
+    name: str  # the argument
+    optional: bool  # None passes
+    kind: _Kind
+    sizes: tuple[str, ...]  # a name ("T") or a number ("1") per size
+
+
+def _rule(name: str, spec: str) -> _Rule:
+    words = spec.split()
+    optional = words[:1] == ["optional"]
+    words = words[optional:]
+    for n in (2, 1):  # "finite matrix" before "matrix"
+        if " ".join(words[:n]) in KINDS:
+            return _Rule(name, optional, KINDS[" ".join(words[:n])], tuple(words[n:]))
+    raise ValueError(f"checked: {name}={spec!r} names no kind of argument ({', '.join(KINDS)})")
+
+
+def _looks(name: str, sizes: Any) -> str:
+    """How an argument looks in a message: 'A is 5x16', 'b has 3 entries', 'the weights'."""
+    if isinstance(sizes, dict):
+        return name
+    if len(sizes) == 1:
+        return f"{name} has {sizes[0]} entries"
+    return f"{name} is {describe(sizes)}"
+
+
+_inside: list[Optional[str]] = [None]  # the checked function that runs: what it calls trusts its arguments
+
+
+def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = None,
+            finite_result: Union[bool, Callable] = False, inside: bool = False, same: Optional[dict[str, str]] = None,
+            **contract: str) -> Callable:
+    """Declare what each argument must be; check it when the function is called from outside.
+
+    ``why`` gives the rule for a size (or for an argument), in words, for the
+    message when two arguments disagree about it (by default: "A's columns (16)
+    must equal B's rows (8)"); a text with fields in braces is the whole
+    message instead: ``{name}``, ``{shape}``, ``{value}`` of the argument,
+    ``{first}``, ``{first_shape}``, ``{expected}`` of the one met before, and
+    every size met so far (``{T}x{d_model}``).
+    ``also(func, arguments, sizes)`` checks rules the kinds cannot say.
+    ``finite_result``: a result with inf or nan in it means the arithmetic
+    overflowed, and is reported as that (a function picks the part of the
+    result to look at). The result of a call from inside another checked
+    function is looked at only with ``inside=True``: where an overflow would
+    otherwise go unseen (a score that overflows to -inf looks like a masked key).
+    ``same={"T_k": "T"}``: a size that no
+    argument gave (the optional context was None) is another size.
+
+    >>> @checked(A="matrix n m", B="matrix m p")
+    ... def product_shape(A, B):
+    ...     return (len(A), len(B[0]))
+    >>> product_shape([[1, 2]], [[3], [4]])
+    (1, 1)
+    >>> product_shape([[1, 2]], [[3, 4]])
     Traceback (most recent call last):
     ...
-    ValueError: multi_head_attention: the values are too large
+    mha_lists.core.checks.ShapeError: product_shape: A is 1x2 and B is 1x2; A's columns (2) must equal B's rows (1)
     """
+    rules = [_rule(name, spec) for name, spec in contract.items()]
+    why, same = why or {}, same or {}
+
+    def decorate(fn: Callable) -> Callable:
+        func = fn.__name__
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def door(*args: Any, **kwargs: Any) -> Any:
+            caller = _inside[0]  # the checked function running now, if any: then the arguments are trusted
+            if caller is not None and not inside:
+                return fn(*args, **kwargs)
+            if caller is None:
+                check(args, kwargs)
+                _inside[0] = func
+            try:
+                result = fn(*args, **kwargs)
+            except OverflowError as error:  # fsum's running total, or math.exp, left float64's range
+                if caller is not None:
+                    raise
+                raise too_large(func) from error
+            except ValueError as error:  # fsum met inf - inf: two overflowed terms
+                if caller is not None or "fsum" not in str(error):
+                    raise
+                raise too_large(func) from error
+            finally:
+                if caller is None:
+                    _inside[0] = None
+            if finite_result:  # inf or nan in a result: the arithmetic overflowed
+                part = result if finite_result is True else finite_result(result)
+                if type(part) is list and part and type(part[0]) is list:  # a matrix: the test runs in C
+                    try:
+                        finite = all(map(math.isfinite, chain.from_iterable(part)))
+                    except OverflowError:  # an int too large for a float
+                        finite = False
+                else:
+                    finite = _finite(part)
+                if not finite:
+                    raise too_large(caller or func)  # under the name of the function the learner called
+            return result
+
+        def check(args: tuple, kwargs: dict) -> None:
+            try:
+                arguments = signature.bind(*args, **kwargs)
+            except TypeError as error:
+                raise TypeError(f"{func}: {error}") from None
+            arguments.apply_defaults()
+            values = arguments.arguments
+            sizes: dict[str, int] = {}
+            first: dict[str, tuple] = {}  # size name -> (argument, its sizes, axis) that named it
+            for rule in rules:
+                value = values[rule.name]
+                if value is None and rule.optional:
+                    continue
+                if rule.kind.expects:
+                    expected = tuple(sizes.get(s, sizes.get(same.get(s), int(s) if s.isdigit() else None))
+                                     for s in rule.sizes)
+                    found = rule.kind.check(func, rule.name, value, expected)
+                else:
+                    found = rule.kind.check(func, rule.name, value)
+                if hasattr(found, "_asdict"):  # named sizes, such as the weights' Dims
+                    found = found._asdict()
+                elif not rule.kind.axes:  # an int, a number, a switch: no sizes
+                    continue
+                found = (found,) if isinstance(found, int) else found
+                named = ((s, n, "") for s, n in found.items()) if isinstance(found, dict) else \
+                    zip(rule.sizes, found, rule.kind.axes)
+                for size, n, axis in named:
+                    want = sizes.get(size, int(size) if size.isdigit() else None)
+                    if want is None:
+                        sizes[size] = n
+                        first[size] = (rule.name, found, axis)
+                    elif n != want:
+                        raise ShapeError(_disagree(func, why.get(rule.name) or why.get(size), first.get(size),
+                                                   rule.name, found, axis, n, want, sizes))
+            if also is not None:
+                also(func, values, sizes)
+
+        door.contract = contract  # what the door checks, for readers and tools
+        return door
+
+    return decorate
+
+
+def _finite(result: Any) -> bool:
+    """True when a number, a vector or a matrix has no inf or nan in it."""
     try:
-        yield
-    except (ValueError, TypeError) as error:
-        message = str(error)
-        inner, sep, rest = message.partition(": ")
-        if sep and inner != func and " " not in inner:
-            message = rest
-        if message.startswith(f"{func}: "):
-            raise
-        raise type(error)(f"{func}: {message}") from None
+        if not isinstance(result, list):
+            return math.isfinite(result)
+        if not isinstance(result[0], list):
+            return all(map(math.isfinite, result))
+        return all(map(math.isfinite, chain.from_iterable(result)))
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _shape(found: Any, name: str) -> str:
+    return name if isinstance(found, dict) else describe(found)
+
+
+def _disagree(func: str, why: Optional[str], first: Optional[tuple], name: str, found: Any, axis: str,
+              n: int, want: int, sizes: dict[str, int]) -> str:
+    """The message for argument ``name`` (``found`` its sizes), one of which is ``n`` where ``want`` was met before."""
+    if first is None:  # a fixed number, such as "1"
+        return f"{func}: {_looks(name, found)}; its {axis} must be {want}"
+    first_name, first_found, first_axis = first
+    if why and "{" in why:
+        return f"{func}: " + why.format(**sizes, name=name, shape=_shape(found, name), value=n, first=first_name,
+                                        first_shape=_shape(first_found, first_name), expected=want)
+    rule = why or f"{first_name}'s {first_axis} ({want}) must equal {name}'s {axis} ({n})"
+    return f"{func}: {_looks(first_name, first_found)} and {_looks(name, found)}; {rule}"

@@ -41,25 +41,22 @@ from collections.abc import Sequence
 from operator import mul
 from typing import NamedTuple, Optional
 
-from .checks import ShapeError, check_matrix, check_vector, describe, reported_as
-from .softmax_and_masks import Mask, apply_mask, check_mask
+from .attention import (LAYER_CONTRACT, ONE_HEAD_CONTRACT, AttentionTrace, MHAWeights, attention_steps,
+                        attention_trace, default_scale, each_head)
+from .checks import ShapeError, check_matrix, checked, describe
 from .matrix import Matrix, Vector, concat_heads, matmul, split_heads, transpose
 from .matrix import scale as scale_matrix  # the name ``scale`` is the attention scale here
-from .attention import AttentionTrace, attention_trace, check_inputs, kv_head_for
-from .attention import default_scale
-from .softmax_and_masks import softmax_rows
-from .attention import Dims, MHAWeights
+from .softmax_and_masks import Mask
 
-__all__ = [
-    "softmax_backward", "softmax_jacobian", "column_sums", "sum_matrices",
-    "attention_backward", "attention_backward_trace", "multi_head_attention_backward",
-    "MHAGradients", "BackwardTrace",
-]
+__all__ = ["softmax_backward", "softmax_jacobian", "column_sums", "attention_backward",
+           "attention_backward_trace", "multi_head_attention_backward"]
 
 
 # === Small pieces ===
 
 
+@checked(p="finite vector n", dp="finite vector n",
+         why={"n": "p has {expected} entries and dp has {value}; they must have the same length"})
 def softmax_backward(p: Vector, dp: Vector) -> Vector:
     """Gradient of one softmax row (n,): ds = p * (dp - p . dp), given p = softmax(s) and dp.
 
@@ -68,37 +65,44 @@ def softmax_backward(p: Vector, dp: Vector) -> Vector:
     >>> softmax_backward([0.5, 0.5], [1.0, 0.0])
     [0.25, -0.25]
     """
-    n, m = check_vector("softmax_backward", "p", p, finite=True), check_vector("softmax_backward", "dp", dp, finite=True)
-    if n != m:
-        raise ShapeError(f"softmax_backward: p has {n} entries and dp has {m}; they must have the same length")
-    return _softmax_backward(p, dp)
-
-
-def _softmax_backward(p: Sequence[float], dp: Sequence[float]) -> Vector:
     p_dot_dp = math.fsum(map(mul, p, dp))
     return [p_j * (dp_j - p_dot_dp) for p_j, dp_j in zip(p, dp)]
 
 
+@checked(p="finite vector n")
 def softmax_jacobian(p: Vector) -> Matrix:
     """The (n, n) Jacobian of softmax at p = softmax(s): entry [i][j] = d p_i / d s_j = p_i (δ_ij - p_j).
 
     >>> softmax_jacobian([0.5, 0.5])
     [[0.25, -0.25], [-0.25, 0.25]]
     """
-    check_vector("softmax_jacobian", "p", p, finite=True)
     return [[p_i * ((1.0 if i == j else 0.0) - p_j) for j, p_j in enumerate(p)] for i, p_i in enumerate(p)]
 
 
+@checked(M="matrix n m")
 def column_sums(M: Matrix) -> Vector:
     """Sum each column of M (n, m) with ``math.fsum``; the result is (m,). The gradient of a bias.
 
     >>> column_sums([[1, 2], [3, 4]])
     [4.0, 6.0]
     """
-    check_matrix("column_sums", "M", M)
     return [math.fsum(column) for column in zip(*M)]
 
 
+def _all_one_shape(func: str, arguments: dict, sizes: dict) -> None:
+    Ms = arguments["Ms"]
+    if not isinstance(Ms, (list, tuple)) or len(Ms) == 0:
+        raise ShapeError(f"{func}: Ms must be a non-empty list of matrices")
+    shapes = [check_matrix(func, f"Ms[{t}]", M) for t, M in enumerate(Ms)]
+    for t, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise ShapeError(
+                f"{func}: Ms[0] is {describe(shapes[0])} but Ms[{t}] is {describe(s)}; "
+                "every matrix must have the same shape"
+            )
+
+
+@checked(also=_all_one_shape)
 def sum_matrices(Ms: Sequence[Matrix]) -> Matrix:
     """Add matrices of the same shape entry by entry, each entry one ``math.fsum``.
 
@@ -108,47 +112,35 @@ def sum_matrices(Ms: Sequence[Matrix]) -> Matrix:
     >>> sum_matrices([[[1, 2]], [[10, 20]], [[100, 200]]])
     [[111.0, 222.0]]
     """
-    if not isinstance(Ms, (list, tuple)) or len(Ms) == 0:
-        raise ShapeError("sum_matrices: Ms must be a non-empty list of matrices")
-    shapes = [check_matrix("sum_matrices", f"Ms[{t}]", M) for t, M in enumerate(Ms)]
-    for t, s in enumerate(shapes):
-        if s != shapes[0]:
-            raise ShapeError(
-                f"sum_matrices: Ms[0] is {describe(shapes[0])} but Ms[{t}] is {describe(s)}; "
-                "every matrix must have the same shape"
-            )
-    return _sum_matrices(Ms)
-
-
-def _sum_matrices(Ms: Sequence[Matrix]) -> Matrix:
     return [[math.fsum(entries) for entries in zip(*rows)] for rows in zip(*Ms)]
-
-
-# === Checking arguments (the same rules as the forward pass) ===
-
-
-def _check_grad(func: str, grad: object, name: str, rows: int, cols: int, what: str) -> None:
-    shape_ = check_matrix(func, name, grad, finite=True)
-    if shape_ != (rows, cols):
-        raise ShapeError(
-            f"{func}: {name} is {describe(shape_)}; it must have the shape of the output, "
-            f"{what} = {rows}x{cols}"
-        )
 
 
 # === One head ===
 
 
-def _head_backward(A: Matrix, Q: Matrix, K: Matrix, V: Matrix, d_head: Matrix, c: float):
-    """dA, dS, dQ, dK, dV of one head, given its weights A and the gradient of its output."""
+class HeadGradients(NamedTuple):
+    """One head's backward pass."""
+
+    dA: Matrix  # (T, T_k): d_head V^T, the gradient of the attention weights
+    dS: Matrix  # (T, T_k): dA through each softmax row, the gradient of the scores
+    dQ: Matrix  # (T, d_k) = dS K * scale
+    dK: Matrix  # (T_k, d_k) = dS^T Q * scale
+    dV: Matrix  # (T_k, d_v) = A^T d_head
+
+
+def _head_backward(Q: Matrix, K: Matrix, V: Matrix, A: Matrix, d_head: Matrix, *, mask: Optional[Mask],
+                   scale: float) -> HeadGradients:
+    """One head's gradients, given its weights A and the gradient of its output (a ``step`` of each_head)."""
     dA = matmul(d_head, transpose(V))
-    dV = matmul(transpose(A), d_head)
-    dS = [_softmax_backward(p, dp) for p, dp in zip(A, dA)]
-    dQ = scale_matrix(matmul(dS, K), c)
-    dK = scale_matrix(matmul(transpose(dS), Q), c)
-    return dA, dS, dQ, dK, dV
+    dS = [softmax_backward(p, dp) for p, dp in zip(A, dA)]
+    dQ = scale_matrix(matmul(dS, K), scale)
+    dK = scale_matrix(matmul(transpose(dS), Q), scale)
+    return HeadGradients(dA, dS, dQ, dK, matmul(transpose(A), d_head))
 
 
+@checked(**dict(ONE_HEAD_CONTRACT, grad_out="finite matrix T d_v",
+                why=dict(ONE_HEAD_CONTRACT["why"], grad_out="{name} is {shape}; it must have the shape of the "
+                                                            "output, (queries, d_v) = {T}x{d_v}")))
 def attention_backward(
     Q: Matrix,
     K: Matrix,
@@ -172,25 +164,9 @@ def attention_backward(
     >>> attention_backward([[1.0]], [[0.0], [0.0]], [[1.0], [3.0]], [[1.0]], scale=1.0)
     ([[0.0]], [[-0.5], [0.5]], [[0.5], [0.5]])
     """
-    func = "attention_backward"
-    T, d_k = check_matrix(func, "Q", Q, finite=True)
-    T_k, d_k2 = check_matrix(func, "K", K, finite=True)
-    T_v, d_v = check_matrix(func, "V", V, finite=True)
-    if d_k2 != d_k:
-        raise ShapeError(
-            f"{func}: Q is {T}x{d_k} and K is {T_k}x{d_k2}; queries and keys must have the "
-            "same width d_k to be multiplied"
-        )
-    if T_v != T_k:
-        raise ShapeError(f"{func}: K is {T_k}x{d_k2} and V is {T_v}x{d_v}; there must be one value row per key row")
-    _check_grad(func, grad_out, "grad_out", T, d_v, "(queries, d_v)")
-    if mask is not None:
-        check_mask(func, "mask", mask, (T, T_k))
-    c = default_scale(func, d_k, scale)
-    with reported_as(func):
-        A = softmax_rows(apply_mask(scale_matrix(matmul(Q, transpose(K)), c), mask))  # the forward pass
-        _, _, dQ, dK, dV = _head_backward(A, Q, K, V, grad_out, c)
-    return dQ, dK, dV
+    A = attention_steps(Q, K, V, mask=mask, scale=scale).weights  # the forward pass
+    grads = _head_backward(Q, K, V, A, grad_out, mask=mask, scale=default_scale(len(K[0]), scale))
+    return grads.dQ, grads.dK, grads.dV
 
 
 # === Multi-head attention ===
@@ -226,16 +202,10 @@ class BackwardTrace(NamedTuple):
     gradients: MHAGradients  # of every input and weight
 
 
-def _check_all(func: str, x, weights, grad_output, context, mask, scale) -> tuple[Dims, float]:
-    """The forward pass's checks (``check_inputs``), then grad_output's."""
-    dims, c = check_inputs(func, x, weights, context, mask, scale)
-    _check_grad(func, grad_output, "grad_output", len(x), dims.d_model, "(T, d_model)")
-    return dims, c
-
-
-def _backward(dims: Dims, weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optional[Matrix],
-              G: Matrix, c: float) -> BackwardTrace:
-    h_count, g_count = dims.num_heads, dims.num_kv_heads
+def _backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optional[Matrix], G: Matrix,
+              scale: Optional[float]) -> BackwardTrace:
+    h_count, g_count = len(fwd.Q), len(fwd.K)
+    group = h_count // g_count  # query heads per key/value head
     C = x if context is None else context
 
     # Output projection: output = concat W_O + b_O.
@@ -243,21 +213,13 @@ def _backward(dims: Dims, weights: MHAWeights, fwd: AttentionTrace, x: Matrix, c
     d_concat = matmul(G, transpose(weights.W_O))
     d_heads = split_heads(d_concat, h_count)
 
-    # Each head: head_h = softmax(Q_h K_g^T * c) V_g.
-    dA, dS, dQ = [], [], []
-    dK_parts: list[list[Matrix]] = [[] for _ in range(g_count)]
-    dV_parts: list[list[Matrix]] = [[] for _ in range(g_count)]
-    for h in range(h_count):
-        g = kv_head_for(h, h_count, g_count)
-        dA_h, dS_h, dQ_h, dK_h, dV_h = _head_backward(
-            fwd.attention[h], fwd.Q[h], fwd.K[g], fwd.V[g], d_heads[h], c)
-        dA.append(dA_h)
-        dS.append(dS_h)
-        dQ.append(dQ_h)
-        dK_parts[g].append(dK_h)
-        dV_parts[g].append(dV_h)
-    dK = [_sum_matrices(parts) for parts in dK_parts]
-    dV = [_sum_matrices(parts) for parts in dV_parts]
+    # Each head: head_h = softmax(Q_h K_g^T * c) V_g, through the forward pass's head loop.
+    c = default_scale(len(fwd.K[0][0]), scale)
+    heads = each_head(fwd.Q, fwd.K, fwd.V, scale=c, step=_head_backward, per_head=(fwd.attention, d_heads))
+    dQ = [head.dQ for head in heads]
+    # A key/value head read by several query heads gathers their gradients.
+    dK = [sum_matrices([head.dK for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
+    dV = [sum_matrices([head.dV for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
 
     # Projections: Q_h = X W_Q[h] + b_Q[h], K_g = C W_K[g] + b_K[g], V_g = C W_V[g] + b_V[g].
     X_T, C_T = transpose(x), transpose(C)
@@ -285,9 +247,17 @@ def _backward(dims: Dims, weights: MHAWeights, fwd: AttentionTrace, x: Matrix, c
     if weights.b_O is not None:
         biases["b_O"] = column_sums(G)
     grads = MHAGradients(dx, dcontext, dW_Q, dW_K, dW_V, dW_O, **biases)
-    return BackwardTrace(fwd, [list(row) for row in G], d_concat, d_heads, dA, dS, dQ, dK, dV, grads)
+    return BackwardTrace(fwd, [list(row) for row in G], d_concat, d_heads, [head.dA for head in heads],
+                         [head.dS for head in heads], dQ, dK, dV, grads)
 
 
+_BACKWARD = dict(LAYER_CONTRACT, grad_output="finite matrix T d_model", mask="optional mask T T_k",
+                 scale="optional positive number", same={"T_k": "T"},
+                 why=dict(LAYER_CONTRACT["why"], grad_output="{name} is {shape}; it must have the shape of the "
+                                                              "output, (T, d_model) = {T}x{d_model}"))
+
+
+@checked(**_BACKWARD, finite_result=lambda trace: trace.gradients.x)
 def attention_backward_trace(
     x: Matrix,
     weights: MHAWeights,
@@ -304,13 +274,11 @@ def attention_backward_trace(
     first to give the forward intermediates. ``.gradients`` is what
     ``multi_head_attention_backward`` returns.
     """
-    func = "attention_backward_trace"
-    dims, c = _check_all(func, x, weights, grad_output, context, mask, scale)
-    with reported_as(func):
-        fwd = attention_trace(x, weights, context=context, mask=mask, scale=c)
-        return _backward(dims, weights, fwd, x, context, grad_output, c)
+    fwd = attention_trace(x, weights, context=context, mask=mask, scale=scale)
+    return _backward(weights, fwd, x, context, grad_output, scale)
 
 
+@checked(**_BACKWARD, finite_result=lambda gradients: gradients.x)
 def multi_head_attention_backward(
     x: Matrix,
     weights: MHAWeights,
@@ -335,8 +303,4 @@ def multi_head_attention_backward(
     >>> g.W_O, g.b_O, g.x
     ([[0.0]], [2.0], [[0.0], [0.0]])
     """
-    func = "multi_head_attention_backward"
-    dims, c = _check_all(func, x, weights, grad_output, context, mask, scale)
-    with reported_as(func):
-        fwd = attention_trace(x, weights, context=context, mask=mask, scale=c)
-        return _backward(dims, weights, fwd, x, context, grad_output, c).gradients
+    return attention_backward_trace(x, weights, grad_output, context=context, mask=mask, scale=scale).gradients

@@ -6,6 +6,8 @@ example.py                 the running example: a sentence, embeddings, weights
 paper.py                   attention on paper (notebook 00a): small integers
 weights.py                 drawing weights: init_mha_weights, init schemes
 display.py                 printing matrices, heatmaps, bar charts
+pictures.py                pictures drawn from the live numbers (SVG): the
+                           pipeline, attention lines, query/key arrows, a line chart
 strided.py                 a tensor as a flat list + shape + strides
 cost.py                    counting multiply-adds as products run
 torch_init.py              PyTorch's default initialisation

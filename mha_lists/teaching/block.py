@@ -117,7 +117,6 @@ def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
         return [list(row) for row in M]
     keep = 1 - p
     survivor_scale = 1 / keep
-    dropped = [[v * survivor_scale if rng.random() < keep else 0.0 for v in row] for row in M]
-    if not all_finite(dropped):  # an entry near float64's largest, divided by 1 - p
-        raise too_large(func)
-    return dropped
+    if not all_finite([[max(abs(v) for row in M for v in row) * survivor_scale]]):  # before drawing anything
+        raise too_large(func)  # an entry near float64's largest, divided by 1 - p
+    return [[v * survivor_scale if rng.random() < keep else 0.0 for v in row] for row in M]

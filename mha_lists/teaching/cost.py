@@ -15,7 +15,7 @@ from ..core.checks import ShapeError, check_positive_int
 from ..core.attention import multiply_adds
 from ..core.matrix import Matrix, matmul
 
-__all__ = ["multiply_adds", "MultiplyAddCounter"]
+__all__ = ["MultiplyAddCounter"]
 
 
 class MultiplyAddCounter:
@@ -33,6 +33,8 @@ class MultiplyAddCounter:
 
     def matmul(self, step: str, A: Matrix, B: Matrix) -> Matrix:
         """``matmul(A, B)``, adding its n * m * p multiply-adds to ``counts[step]``."""
+        if not isinstance(step, str):
+            raise TypeError(f"matmul: step must be a str (the name to count under), got {step!r}")
         C = matmul(A, B)
         self.counts[step] = self.counts.get(step, 0) + len(A) * len(B) * len(C[0])
         return C

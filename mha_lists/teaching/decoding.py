@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from ..core.checks import ShapeError, check_matrix, check_vector, reported_as
+from ..core.attention import Dims, MHAWeights, each_head, linear, project_heads
+from ..core.checks import ShapeError, check_matrix, checked
 from ..core.matrix import Matrix, Vector, concat_heads
-from ..core.attention import kv_head_for, linear, project_heads
-from ..core.attention import attention, default_scale
-from ..core.attention import Dims, MHAWeights, check_weights
 
 __all__ = ["decode_step", "KVCache"]
 
@@ -26,6 +24,14 @@ class KVCache(NamedTuple):
     V: list[Matrix]  # per key/value head, (t, d_v)
 
 
+def _cache_fits(func: str, arguments: dict, sizes: dict) -> None:
+    if arguments["cache"] is not None:
+        _check_cache(func, arguments["cache"], Dims(**{name: sizes[name] for name in Dims._fields}))
+
+
+@checked(weights="weights", x_row="finite vector d_model", scale="optional positive number", also=_cache_fits,
+         finite_result=lambda result: result[0],
+         why={"d_model": "x_row has {value} entries but the weights expect d_model = {expected}"})
 def decode_step(
     x_row: Vector,
     weights: MHAWeights,
@@ -40,23 +46,12 @@ def decode_step(
     rows; the old cache is not changed. Only the new query is computed; the
     keys and values of earlier tokens are read from the cache.
     """
-    func = "decode_step"
-    dims = check_weights(func, weights)
-    if check_vector(func, "x_row", x_row, finite=True) != dims.d_model:
-        raise ShapeError(f"{func}: x_row has {len(x_row)} entries but the weights expect d_model = {dims.d_model}")
+    Q, K, V = project_heads([list(x_row)], weights)  # one row each: the new token's
     if cache is not None:
-        _check_cache(func, cache, dims)
-    c = default_scale(func, dims.d_k, scale)
-    with reported_as(func):
-        Q, K, V = project_heads([list(x_row)], weights)
-        if cache is not None:
-            K = [old + new for old, new in zip(cache.K, K)]
-            V = [old + new for old, new in zip(cache.V, V)]
-        heads = []
-        for h in range(dims.num_heads):
-            g = kv_head_for(h, dims.num_heads, dims.num_kv_heads)
-            heads.append(attention(Q[h], K[g], V[g], scale=c))
-        output = linear(concat_heads(heads), weights.W_O, weights.b_O)
+        K = [old + new for old, new in zip(cache.K, K)]
+        V = [old + new for old, new in zip(cache.V, V)]
+    heads = each_head(Q, K, V, scale=scale)
+    output = linear(concat_heads([head.output for head in heads]), weights.W_O, weights.b_O)
     return output[0], KVCache(K, V)
 
 

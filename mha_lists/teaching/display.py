@@ -12,10 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import (ShapeError, check_int, check_number, check_rows, check_vector, is_number, reported_as)
+from ..core.checks import (ShapeError, check_int, check_number, check_rows, check_vector, is_number, too_large)
 
-__all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart", "show",
-           "Heatmap", "BarChart"]
+__all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
+           "show"]
 
 
 def format_number(x: float, digits: int = 4) -> str:
@@ -39,6 +39,9 @@ def format_number(x: float, digits: int = 4) -> str:
     if text.startswith("-") and float(text) == 0:
         text = text[1:]
     return text
+
+
+MAX_BAR_WIDTH = 200  # characters of the longest text bar
 
 
 def _check_digits(func: str, digits: object) -> int:
@@ -85,7 +88,11 @@ def format_matrix(
     a  1.00  0.50
     b  0.25  0.00
     """
-    n, m, rows, cols = _table_cells(M, row_labels, col_labels, "format_matrix", digits)
+    return _format_matrix("format_matrix", M, row_labels, col_labels, digits, title)
+
+
+def _format_matrix(func, M, row_labels=None, col_labels=None, digits=4, title=None) -> str:
+    n, m, rows, cols = _table_cells(M, row_labels, col_labels, func, digits)
     text = [[format_number(x, digits) for x in row] for row in M]
     label_width = max(len(r) for r in rows)
     widths = [max(len(cols[j]), *(len(text[i][j]) for i in range(n))) for j in range(m)]
@@ -97,10 +104,12 @@ def format_matrix(
 
 
 def print_matrix(M: Sequence[Sequence[float]], **options) -> None:
-    """Print ``format_matrix(M, **options)``."""
-    with reported_as("print_matrix"):
-        text = format_matrix(M, **options)
-    print(text)
+    """Print ``format_matrix(M, **options)``: row_labels, col_labels, digits, title."""
+    unknown = sorted(set(options) - {"row_labels", "col_labels", "digits", "title"})
+    if unknown:
+        raise TypeError(f"print_matrix: unknown option {unknown[0]!r}; the options are row_labels, col_labels, "
+                        "digits and title")
+    print(_format_matrix("print_matrix", M, **options))
 
 
 def _cell_colour(t: float) -> tuple[str, str]:
@@ -117,11 +126,17 @@ class Heatmap:
     """
 
     def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None,
-                 func="heatmap", note=None):
+                 func="Heatmap", note=None):
         self.n, self.m, self.rows, self.cols = _table_cells(M, row_labels, col_labels, func, digits)
         for name, value in (("vmin", vmin), ("vmax", vmax)):
             if value is not None:
                 check_number(func, name, value)
+        if vmin is not None and vmax is not None and vmin >= vmax:
+            raise ValueError(f"{func}: vmin is {vmin} and vmax is {vmax}; vmin must be below vmax")
+        try:  # the colours are computed in floats
+            _ = [float(x) for row in M for x in row]
+        except OverflowError:  # an int past float64's largest
+            raise too_large(func) from None
         self.M = [list(row) for row in M]
         self.digits, self.title, self.note = digits, title, note
         finite = [x for row in self.M for x in row if not isinstance(x, bool) and math.isfinite(x)]
@@ -156,7 +171,8 @@ class Heatmap:
 
 def heatmap(M, *, row_labels=None, col_labels=None, digits: int = 2, title=None, vmin=None, vmax=None) -> Heatmap:
     """Any matrix as a heatmap; colours span vmin..vmax (default: the smallest and largest finite value)."""
-    return Heatmap(M, row_labels=row_labels, col_labels=col_labels, digits=digits, title=title, vmin=vmin, vmax=vmax)
+    return Heatmap(M, row_labels=row_labels, col_labels=col_labels, digits=digits, title=title, vmin=vmin, vmax=vmax,
+                   func="heatmap")
 
 
 def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, title: Optional[str] = None) -> Heatmap:
@@ -182,16 +198,17 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
 class BarChart:
     """Labelled horizontal bars in HTML; ``#`` bars as text outside Jupyter."""
 
-    def __init__(self, labels, values, *, digits=3, title=None, width=40):
-        _check_digits("bar_chart", digits)
-        check_vector("bar_chart", "values", values, finite=True)
+    def __init__(self, labels, values, *, digits=3, title=None, width=40, func="BarChart"):
+        _check_digits(func, digits)
+        check_vector(func, "values", values, finite=True)
         if not isinstance(labels, (list, tuple)):
-            raise TypeError(f"bar_chart: labels must be a list, got {type(labels).__name__}")
+            raise TypeError(f"{func}: labels must be a list, got {type(labels).__name__}")
         if len(labels) != len(values) or not labels:
-            raise ShapeError(f"bar_chart: {len(labels)} labels for {len(values)} values; give one label per value")
-        check_vector("bar_chart", "values", list(values), finite=True)
+            raise ShapeError(f"{func}: {len(labels)} labels for {len(values)} values; give one label per value")
         if min(values) < 0:
-            raise ValueError("bar_chart: values must not be negative")
+            raise ValueError(f"{func}: values must not be negative")
+        if not 1 <= check_int(func, "width", width) <= MAX_BAR_WIDTH:
+            raise ValueError(f"{func}: width is {width}; give 1 to {MAX_BAR_WIDTH} characters")
         self.labels, self.values = [str(s) for s in labels], list(values)
         self.digits, self.title, self.width = digits, title, width
         self.top = max(self.values) or 1.0
@@ -234,7 +251,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3
     Q       1,280  ########################################
     scores    400  ############
     """
-    return BarChart(labels, values, digits=digits, title=title)
+    return BarChart(labels, values, digits=digits, title=title, func="bar_chart")
 
 
 def show(obj) -> None:

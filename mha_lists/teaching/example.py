@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, reported_as
+from ..core.checks import (checked, ShapeError, all_finite, check_int, check_matrix, check_positive_int,
+                           too_large)
 from ..core.matrix import Matrix
 from ..core.attention import MHAWeights
-from .weights import derive_rng, init_mha_weights
+from .weights import check_layer_settings, check_std, check_weight_count, derive_rng, init_mha_weights
 
-__all__ = ["VOCAB", "SENTENCE", "D_MODEL", "NUM_HEADS", "SEED", "MAX_LEN", "PAD_ID", "EMBED_STD", "Example",
-           "running_example", "tokenize", "encode", "embedding_table", "embed"]
+__all__ = ["VOCAB", "PAD_ID", "running_example", "tokenize", "encode", "embedding_table", "embed"]
 
 VOCAB = ["<PAD>", "<BOS>", "<EOS>", "I", "like", "transformers"]
 SENTENCE = "<BOS> I like transformers <EOS>"
@@ -27,15 +27,22 @@ SEED = 42
 MAX_LEN = 8  # rows of the position table; longer sentences get a longer table
 PAD_ID = 0
 EMBED_STD = 0.5  # small enough that the first softmax is not saturated; try 1.0 and watch
+MAX_TOKENS = 512  # longest sentence running_example takes: its attention is (tokens x tokens) per head
+# The settings running_example passes on to init_mha_weights.
+WEIGHT_OPTIONS = ("bias", "d_k", "d_v", "num_kv_heads", "init", "std", "n_layer")
 
 
 def tokenize(sentence: str) -> list[str]:
     """Split a sentence on spaces: ``"<BOS> I like"`` -> ``['<BOS>', 'I', 'like']``."""
+    return _tokens("tokenize", sentence)
+
+
+def _tokens(func: str, sentence: object) -> list[str]:
     if not isinstance(sentence, str):
-        raise TypeError(f"tokenize: sentence must be a str, got {type(sentence).__name__}")
+        raise TypeError(f"{func}: sentence must be a str, got {type(sentence).__name__}")
     tokens = sentence.split()
     if not tokens:
-        raise ValueError("tokenize: the sentence is empty; give at least one token")
+        raise ValueError(f"{func}: the sentence is empty; give at least one token")
     return tokens
 
 
@@ -51,14 +58,14 @@ def encode(tokens: Sequence[str], vocab: Sequence[str] = VOCAB) -> list[int]:
             raise TypeError(f"{func}: {name} must be a list of str, got {words!r}")
     if not vocab:
         raise ValueError(f"{func}: the vocabulary is empty")
-    ids = []
+    _known(func, tokens, vocab)
+    return [list(vocab).index(token) for token in tokens]
+
+
+def _known(func: str, tokens: Sequence[str], vocab: Sequence[str]) -> None:
     for token in tokens:
         if token not in vocab:
-            raise ValueError(
-                f"encode: {token!r} is not in the vocabulary; the vocabulary is {' '.join(vocab)}"
-            )
-        ids.append(list(vocab).index(token))
-    return ids
+            raise ValueError(f"{func}: {token!r} is not in the vocabulary; the vocabulary is {' '.join(vocab)}")
 
 
 def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: float = EMBED_STD) -> Matrix:
@@ -72,8 +79,9 @@ def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: f
     func = "embedding_table"
     check_positive_int(func, "num_rows", num_rows)
     check_positive_int(func, "d_model", d_model)
+    check_weight_count(func, num_rows * d_model, f"num_rows {num_rows} and d_model {d_model}")
     check_int(func, "seed", seed)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if not isinstance(name, str):
         raise TypeError(f"{func}: name must be a str, got {name!r}")
     rng = derive_rng(seed, name)
@@ -106,7 +114,10 @@ def embed(ids: Sequence[int], token_table: Matrix, position_table: Matrix) -> Ma
             f"embed: token rows have {width} entries but position rows have "
             f"{p_width}; both must be d_model wide"
         )
-    return [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
+    X = [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
+    if not all_finite(X):  # two entries near float64's largest
+        raise too_large(func)
+    return X
 
 
 class Example(NamedTuple):
@@ -166,6 +177,7 @@ class Example(NamedTuple):
         return running_example(**{**self.settings, **changes})
 
 
+@checked()
 def running_example(
     *,
     sentence: str = SENTENCE,
@@ -184,16 +196,24 @@ def running_example(
     >>> ex.tokens, len(ex.x), len(ex.x[0]), ex.num_heads, ex.d_k, ex.seed
     (['<BOS>', 'I', 'like', 'transformers', '<EOS>'], 5, 16, 2, 8, 42)
     """
+    func = "running_example"
+    unknown = sorted(set(weight_options) - set(WEIGHT_OPTIONS))
+    if unknown:
+        raise TypeError(f"{func}: unknown setting {unknown[0]!r}; the settings of the weights are "
+                        f"{', '.join(WEIGHT_OPTIONS)}")
+    if isinstance(sentence, str) and len(sentence.split()) > MAX_TOKENS:
+        raise ValueError(f"{func}: the sentence has {len(sentence.split())} tokens; at most {MAX_TOKENS}")
     settings = dict(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed,
                     embed_std=embed_std, **weight_options)
-    with reported_as("running_example"):
-        weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
-        check_number("running_example", "embed_std", embed_std, positive=True)
-        tokens = tokenize(sentence)
-        ids = encode(tokens)
-        token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)
-        position_table = embedding_table(
-            max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding", std=embed_std
-        )
-        x = embed(ids, token_table, position_table)
+    check_layer_settings(func, d_model, num_heads, seed=seed, **weight_options)
+    check_std(func, "embed_std", embed_std)
+    _known(func, _tokens(func, sentence), VOCAB)
+    weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
+    tokens = tokenize(sentence)
+    ids = encode(tokens)
+    token_table = embedding_table(len(VOCAB), d_model, seed=seed, name="token_embedding", std=embed_std)
+    position_table = embedding_table(
+        max(MAX_LEN, len(ids)), d_model, seed=seed, name="position_embedding", std=embed_std
+    )
+    x = embed(ids, token_table, position_table)
     return Example(tokens, ids, token_table, position_table, x, weights, settings)

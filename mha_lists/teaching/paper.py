@@ -36,16 +36,15 @@ table_softmax(row, scale)      the softmax a student does with that table
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_rows, check_vector, too_large
 from ..core.matrix import Matrix, Vector, matmul, transpose
 from ..core.attention import MHAWeights
 
-__all__ = [
-    "PAPER_TOKENS", "PAPER_FEATURES", "PAPER_HEADS", "PAPER_STORY", "PaperExample", "paper_example", "raw_scores",
-    "integer_matrix", "score_differences", "exp_table", "table_softmax", "ExpRow",
-]
+__all__ = ["paper_example", "raw_scores", "integer_matrix", "score_differences", "exp_table", "table_softmax"]
 
 PAPER_STORY = """\
 Each token is four integers. The first two say where it stands, a quarter turn per \
@@ -124,7 +123,16 @@ def raw_scores(Q: Matrix, K: Matrix) -> Matrix:
     >>> raw_scores([[2, 0]], [[2, 0], [0, 2], [-2, 0]])
     [[4.0, 0.0, -4.0]]
     """
-    return matmul(Q, transpose(K))
+    func = "raw_scores"
+    n, d_k = check_matrix(func, "Q", Q, finite=True)
+    n_k, d_k_k = check_matrix(func, "K", K, finite=True)
+    if d_k != d_k_k:
+        raise ShapeError(f"{func}: Q is {n}x{d_k} and K is {n_k}x{d_k_k}; Q and K must have the same number "
+                         "of columns (d_k) to be multiplied")
+    try:
+        return matmul(Q, transpose(K))
+    except ValueError as error:  # the arguments are checked: only an overflow is left
+        raise too_large(func) from error
 
 
 def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:
@@ -137,11 +145,13 @@ def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:
     ...
     ValueError: integer_matrix: M[0][0] is 0.5, not a whole number
     """
+    check_rows("integer_matrix", "M", M)
     out = []
     for i, row in enumerate(M):
         new_row = []
         for j, value in enumerate(row):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    isinstance(value, int) or value.is_integer()):
                 raise ValueError(f"integer_matrix: M[{i}][{j}] is {value!r}, not a whole number")
             new_row.append(int(value))
         out.append(new_row)
@@ -156,14 +166,23 @@ def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:
     >>> score_differences([[[4, 0, -4]], [[0, 4, 0]]])
     [0, -4, -8]
     """
-    seen = set()
+    func = "score_differences"
+    if not isinstance(score_matrices, (list, tuple)) or not score_matrices:
+        raise TypeError(f"{func}: score_matrices must be a non-empty list of matrices, got {score_matrices!r:.60}")
     for i, S in enumerate(score_matrices):
+        check_matrix(func, f"score_matrices[{i}]", S, finite=True)
+        for row in S:
+            for s in row:
+                if not float(s).is_integer():
+                    raise ValueError(f"{func}: score_matrices[{i}] holds {s!r}; raw scores must be whole numbers")
+    seen = set()
+    for S in score_matrices:
         for row in S:
             top = max(row)
             for s in row:
                 d = s - top
-                if not float(d).is_integer():
-                    raise ValueError(f"score_differences: score_matrices[{i}] holds {s!r}; raw scores must be whole numbers")
+                if not math.isfinite(d):  # 1.7e308 - (-1.7e308)
+                    raise too_large(func)
                 seen.add(int(d))
     return sorted(seen, reverse=True)
 
@@ -182,9 +201,22 @@ def exp_table(differences: Sequence[int], scale: float, digits: int = 4) -> list
     >>> exp_table([0, -4], 0.5)
     [ExpRow(d=0, x=0.0, exp=1.0), ExpRow(d=-4, x=-2.0, exp=0.1353)]
     """
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"exp_table: scale must be a positive finite number, got {scale!r}")
-    return [ExpRow(d, d * scale, round(math.exp(d * scale), digits)) for d in differences]
+    func = "exp_table"
+    check_vector(func, "differences", differences, finite=True)
+    _check_scale_and_digits(func, scale, digits)
+    xs = [d * scale for d in differences]
+    if not all(math.isfinite(x) and x <= _LARGEST_EXPONENT for x in xs):
+        raise too_large(func)
+    return [ExpRow(d, x, round(math.exp(x), digits)) for d, x in zip(differences, xs)]
+
+
+_LARGEST_EXPONENT = math.log(sys.float_info.max)  # about 709.78: e^x is past float64's largest above it
+
+
+def _check_scale_and_digits(func: str, scale: object, digits: object) -> None:
+    check_number(func, "scale", scale, positive=True)
+    if not 0 <= check_int(func, "digits", digits) <= 17:
+        raise ValueError(f"{func}: digits is {digits}; give 0 to 17 digits after the point")
 
 
 def table_softmax(raw_row: Sequence[float], scale: float, digits: int = 4) -> Vector:
@@ -197,7 +229,11 @@ def table_softmax(raw_row: Sequence[float], scale: float, digits: int = 4) -> Ve
     >>> [round(w, 4) for w in table_softmax([4, 0, -4], 0.5)]
     [0.8669, 0.1173, 0.0159]
     """
+    func = "table_softmax"
+    check_vector(func, "raw_row", raw_row, finite=True)
+    _check_scale_and_digits(func, scale, digits)
     top = max(raw_row)
-    exps = [row.exp for row in exp_table([s - top for s in raw_row], scale, digits)]
+    # Every x = (s - top) * scale is 0 or less, so e^x is at most 1; far below the top it is 0.0.
+    exps = [round(math.exp((s - top) * scale), digits) for s in raw_row]
     total = math.fsum(exps)
     return [e / total for e in exps]

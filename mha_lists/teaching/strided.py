@@ -12,23 +12,48 @@ import math
 from itertools import product
 from typing import NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_positive_int, reported_as
+from ..core.checks import ShapeError, check_int, check_positive_int, is_number
 
 __all__ = ["Strided", "tensor", "view", "transpose_dims", "contiguous", "is_contiguous", "tolist", "element",
            "storage_index", "row_major_strides", "strided_split_heads", "strided_merge_heads"]
 
 
+MAX_DIMS = 64  # dimensions of a tensor here
+MAX_ELEMENTS = 10_000_000  # elements of a tensor here (a stride of 0 can read many from one number)
+
+
 def _check_tensor(func: str, t: object) -> "Strided":
+    """A Strided whose shape, strides and offset only ever read inside its storage."""
     if not isinstance(t, Strided):
         raise TypeError(f"{func}: t must be a Strided tensor (see tensor()), got {type(t).__name__}")
+    if not isinstance(t.data, list):
+        raise TypeError(f"{func}: t.data must be a list (the storage), got {type(t.data).__name__}")
+    shape = _check_shape(func, t.shape, "t.shape")
+    if not isinstance(t.strides, (list, tuple)) or len(t.strides) != len(shape):
+        raise ShapeError(f"{func}: t.strides is {t.strides!r:.60}; it needs one int per dimension ({len(shape)})")
+    for d, stride in enumerate(t.strides):
+        if check_int(func, f"t.strides[{d}]", stride) < 0:
+            raise ValueError(f"{func}: t.strides[{d}] is {stride}; strides here are 0 or more")
+    if check_int(func, "t.offset", t.offset) < 0:
+        raise ValueError(f"{func}: t.offset is {t.offset}; an offset is 0 or more")
+    last = t.offset + sum((n - 1) * stride for n, stride in zip(shape, t.strides))
+    if last >= len(t.data):
+        raise ShapeError(
+            f"{func}: t's storage has {len(t.data)} entries but its shape {shape}, strides {tuple(t.strides)} "
+            f"and offset {t.offset} reach index {last}; the storage must hold every element"
+        )
     return t
 
 
-def _check_shape(func: str, shape: object) -> tuple[int, ...]:
+def _check_shape(func: str, shape: object, name: str = "shape") -> tuple[int, ...]:
     if not isinstance(shape, (list, tuple)) or not shape:
-        raise TypeError(f"{func}: shape must be a non-empty tuple of positive ints, got {shape!r}")
+        raise TypeError(f"{func}: {name} must be a non-empty tuple of positive ints, got {shape!r:.60}")
+    if len(shape) > MAX_DIMS:
+        raise ValueError(f"{func}: {name} has {len(shape)} dimensions; at most {MAX_DIMS}")
     for d, n in enumerate(shape):
-        check_positive_int(func, f"shape[{d}]", n)
+        check_positive_int(func, f"{name}[{d}]", n)
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise ValueError(f"{func}: {name} {tuple(shape)} has {math.prod(shape):,} elements; at most {MAX_ELEMENTS:,}")
     return tuple(shape)
 
 
@@ -47,18 +72,26 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     >>> row_major_strides((2, 5, 16))
     (80, 16, 1)
     """
+    return _row_major_strides(_check_shape("row_major_strides", shape))
+
+
+def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [], 1
-    for n in reversed(_check_shape("row_major_strides", shape)):
+    for n in reversed(shape):
         strides.append(step)
         step *= n
     return tuple(reversed(strides))
 
 
 def _nested_shape(nested) -> tuple[int, ...]:
+    if not isinstance(nested, (list, tuple)):
+        raise TypeError(f"tensor: nested must be a list (of lists) of numbers, got {type(nested).__name__}")
     dims = []
     while isinstance(nested, (list, tuple)):
         if not nested:
             raise ShapeError("tensor: empty lists have no shape to read")
+        if len(dims) == MAX_DIMS:
+            raise ValueError(f"tensor: the lists are nested more than {MAX_DIMS} deep; at most {MAX_DIMS} dimensions")
         dims.append(len(nested))
         nested = nested[0]
     return tuple(dims)
@@ -77,6 +110,8 @@ def tensor(nested) -> Strided:
         if depth == len(shape):
             if isinstance(node, (list, tuple)):
                 raise ShapeError("tensor: the nesting is deeper in some places than others")
+            if not is_number(node):
+                raise TypeError(f"tensor: an entry is {node!r:.40} ({type(node).__name__}); entries must be numbers")
             data.append(node)
             return
         if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
@@ -85,7 +120,7 @@ def tensor(nested) -> Strided:
             flatten(child, depth + 1)
 
     flatten(nested, 0)
-    return Strided(data, shape, row_major_strides(shape))
+    return Strided(data, shape, _row_major_strides(shape))
 
 
 def storage_index(t: Strided, index: tuple[int, ...]) -> int:
@@ -99,6 +134,10 @@ def storage_index(t: Strided, index: tuple[int, ...]) -> int:
 
 def _storage_index(func: str, t: Strided, index: tuple[int, ...]) -> int:
     _check_tensor(func, t)
+    return _checked_index(func, t, index)
+
+
+def _checked_index(func: str, t: Strided, index: tuple[int, ...]) -> int:
     if not isinstance(index, (list, tuple)):
         raise TypeError(f"{func}: index must be a tuple of ints, got {index!r}")
     if len(index) != len(t.shape):
@@ -126,7 +165,11 @@ def is_contiguous(t: Strided) -> bool:
     False
     """
     _check_tensor("is_contiguous", t)
-    return all(s == r for n, s, r in zip(t.shape, t.strides, row_major_strides(t.shape)) if n != 1)
+    return _is_contiguous(t)
+
+
+def _is_contiguous(t: Strided) -> bool:
+    return all(s == r for n, s, r in zip(t.shape, t.strides, _row_major_strides(t.shape)) if n != 1)
 
 
 def view(t: Strided, shape: tuple[int, ...]) -> Strided:
@@ -148,12 +191,12 @@ def view(t: Strided, shape: tuple[int, ...]) -> Strided:
             f"view: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
             "a view must keep the number of elements"
         )
-    if not is_contiguous(t):
+    if not _is_contiguous(t):
         raise ValueError(
             f"view: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
             "its elements are not in row-major order, so call contiguous() first (a copy)"
         )
-    return Strided(t.data, shape, row_major_strides(shape), t.offset)
+    return Strided(t.data, shape, _row_major_strides(shape), t.offset)
 
 
 def transpose_dims(t: Strided, dim0: int, dim1: int) -> Strided:
@@ -179,10 +222,19 @@ def contiguous(t: Strided) -> Strided:
     [1, 4, 2, 5, 3, 6]
     """
     _check_tensor("contiguous", t)
-    if is_contiguous(t):
+    return _contiguous(t)
+
+
+def _contiguous(t: Strided) -> Strided:
+    if _is_contiguous(t):
         return t
-    data = [t.data[_storage_index("contiguous", t, index)] for index in product(*(range(n) for n in t.shape))]
-    return Strided(data, t.shape, row_major_strides(t.shape))
+    data = [t.data[_position(t, index)] for index in product(*(range(n) for n in t.shape))]
+    return Strided(data, t.shape, _row_major_strides(t.shape))
+
+
+def _position(t: Strided, index: tuple[int, ...]) -> int:
+    """offset + sum of index * stride, for an index already known to be in range."""
+    return t.offset + sum(i * s for i, s in zip(index, t.strides))
 
 
 def tolist(t: Strided):
@@ -195,7 +247,7 @@ def tolist(t: Strided):
 
     def build(prefix):
         if len(prefix) == len(t.shape):
-            return t.data[_storage_index("tolist", t, tuple(prefix))]
+            return t.data[_position(t, prefix)]
         return [build(prefix + [i]) for i in range(t.shape[len(prefix)])]
 
     return build([])
@@ -213,8 +265,13 @@ def strided_split_heads(t: Strided, num_heads: int) -> Strided:
     B, T, d_model = t.shape
     if d_model % num_heads:
         raise ShapeError(f"strided_split_heads: d_model {d_model} is not divisible by num_heads {num_heads}")
-    with reported_as("strided_split_heads"):
-        return transpose_dims(view(t, (B, T, num_heads, d_model // num_heads)), 1, 2)
+    if not _is_contiguous(t):
+        raise ValueError(
+            f"strided_split_heads: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
+            "its elements are not in row-major order, so call contiguous() first (a copy)"
+        )
+    shape = (B, T, num_heads, d_model // num_heads)
+    return transpose_dims(Strided(t.data, shape, _row_major_strides(shape), t.offset), 1, 2)  # view, then swap
 
 
 def strided_merge_heads(t: Strided) -> Strided:
@@ -223,4 +280,4 @@ def strided_merge_heads(t: Strided) -> Strided:
     if len(t.shape) != 4:
         raise ShapeError(f"strided_merge_heads: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {t.shape}")
     B, h, T, d_k = t.shape
-    return view(contiguous(transpose_dims(t, 1, 2)), (B, T, h * d_k))
+    return view(_contiguous(transpose_dims(t, 1, 2)), (B, T, h * d_k))

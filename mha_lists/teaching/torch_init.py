@@ -29,12 +29,12 @@ import random
 from ..core.checks import ShapeError, check_bool, check_int, check_number, check_positive_int
 from ..core.matrix import Matrix, Vector, split_heads
 from ..core.attention import MHAWeights
-from .weights import derive_rng
+from .weights import check_size, check_weight_count, derive_rng
 
-__all__ = [
-    "kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha_in_proj_bound",
-    "torch_linear_weights", "torch_mha_weights",
-]
+MAX_FAN = 10**12  # fan_in and fan_out of the bounds: far past any layer, and well inside float64
+
+__all__ = ["kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha_in_proj_bound",
+           "torch_linear_weights", "torch_mha_weights"]
 
 
 # === Bounds ===
@@ -51,7 +51,7 @@ def kaiming_uniform_bound(fan_in: int, a: float = 0.0) -> float:
     >>> round(kaiming_uniform_bound(16, a=math.sqrt(5)), 12)   # 1 / sqrt(16)
     0.25
     """
-    check_positive_int("kaiming_uniform_bound", "fan_in", fan_in)
+    check_size("kaiming_uniform_bound", "fan_in", fan_in, MAX_FAN)
     check_number("kaiming_uniform_bound", "a", a)
     gain = math.sqrt(2 / (1 + a * a))
     return gain * math.sqrt(3 / fan_in)
@@ -63,7 +63,7 @@ def linear_bound(fan_in: int) -> float:
     >>> linear_bound(16)
     0.25
     """
-    return 1 / math.sqrt(check_positive_int("linear_bound", "fan_in", fan_in))
+    return 1 / math.sqrt(check_size("linear_bound", "fan_in", fan_in, MAX_FAN))
 
 
 def xavier_uniform_bound(fan_in: int, fan_out: int) -> float:
@@ -72,8 +72,8 @@ def xavier_uniform_bound(fan_in: int, fan_out: int) -> float:
     >>> xavier_uniform_bound(16, 16)   # sqrt(6 / 32)
     0.4330127018922193
     """
-    check_positive_int("xavier_uniform_bound", "fan_in", fan_in)
-    check_positive_int("xavier_uniform_bound", "fan_out", fan_out)
+    check_size("xavier_uniform_bound", "fan_in", fan_in, MAX_FAN)
+    check_size("xavier_uniform_bound", "fan_out", fan_out, MAX_FAN)
     return math.sqrt(6 / (fan_in + fan_out))
 
 
@@ -85,7 +85,7 @@ def mha_in_proj_bound(d_model: int) -> float:
     >>> mha_in_proj_bound(16)          # sqrt(6 / 64)
     0.30618621784789724
     """
-    d_model = check_positive_int("mha_in_proj_bound", "d_model", d_model)
+    d_model = check_size("mha_in_proj_bound", "d_model", d_model, MAX_FAN)
     return xavier_uniform_bound(d_model, 3 * d_model)
 
 
@@ -109,6 +109,7 @@ def torch_linear_weights(fan_in: int, fan_out: int, *, rng: random.Random) -> tu
     func = "torch_linear_weights"
     check_positive_int(func, "fan_in", fan_in)
     check_positive_int(func, "fan_out", fan_out)
+    check_weight_count(func, (fan_in + 1) * fan_out, f"fan_in {fan_in} and fan_out {fan_out}")
     if not isinstance(rng, random.Random):
         raise TypeError(f"{func}: rng must be a random.Random, got {type(rng).__name__}")
     bound = linear_bound(fan_in)
@@ -133,6 +134,7 @@ def torch_mha_weights(d_model: int, num_heads: int, *, seed: int, bias: bool = F
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
     check_bool(func, "bias", bias)
+    check_weight_count(func, 4 * d_model * d_model, f"d_model {d_model} (4 * d_model^2)")
     if d_model % num_heads:
         raise ShapeError(
             f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "

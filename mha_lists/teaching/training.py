@@ -45,23 +45,31 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
-from ..core.checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_vector, reported_as)
+from ..core.checks import (checked, ShapeError, all_finite, check_int, check_matrix, check_number, check_positive_int, check_vector,
+                           too_large)
 from .example import EMBED_STD, Example
 from ..core.gradients import column_sums, multi_head_attention_backward
 from ..core.softmax_and_masks import causal_mask
 from ..core.matrix import Matrix, Vector, add_row, matmul, transpose
 from ..core.attention import attention_trace, multi_head_attention
 from ..core.softmax_and_masks import softmax
-from ..core.attention import MHAWeights
-from .weights import derive_rng, init_matrix, init_mha_weights
+from ..core.attention import MHAWeights, check_weights
+from .weights import check_layer_settings, check_size, check_std, derive_rng, init_matrix, init_mha_weights
 
-__all__ = [
-    "LETTERS", "Model", "model_from_example", "init_model", "make_sequences", "targets", "forward", "ForwardPass",
-    "cross_entropy", "model_gradients", "batch_gradients", "flatten", "unflatten", "AdamState",
-    "adam_step", "train", "attention_weights", "previous_token_weight", "previous_token_weights", "accuracy",
-]
+__all__ = ["model_from_example", "make_sequences", "targets", "forward", "cross_entropy", "model_gradients",
+           "batch_gradients", "flatten", "unflatten", "AdamState", "adam_step", "train", "attention_weights",
+           "previous_token_weights", "accuracy"]
 
 LETTERS = ["a", "b", "c", "d", "e"]  # the toy vocabulary
+
+# Sizes have limits, so a typo (vocab_size=10**7, steps=10**9) is refused at once instead of running for hours.
+MAX_VOCAB = 1000  # tokens in the vocabulary
+MAX_SEQ_LEN = 1000  # positions in a sequence
+MAX_D_MODEL = 1024  # width of the model
+MAX_SEQUENCES = 10_000  # sequences drawn by one make_sequences call
+MAX_STEPS = 10_000  # Adam steps in one train call
+MAX_BATCH = 1000  # sequences in one batch
+MAX_ADAM_STEP = 10**12  # AdamState.step: b ** step is computed as a float power
 
 
 class Model(NamedTuple):
@@ -74,6 +82,7 @@ class Model(NamedTuple):
     b_vocab: Vector  # (vocab_size,)
 
 
+@checked()
 def init_model(
     vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, seed: int, embed_std: float = EMBED_STD
 ) -> Model:
@@ -89,55 +98,82 @@ def init_model(
     (5, 6, 8, 5)
     """
     func = "init_model"
-    for name, value in (("vocab_size", vocab_size), ("seq_len", seq_len), ("d_model", d_model),
-                        ("num_heads", num_heads)):
-        check_positive_int(func, name, value)
+    for name, value, limit in (("vocab_size", vocab_size, MAX_VOCAB), ("seq_len", seq_len, MAX_SEQ_LEN),
+                               ("d_model", d_model, MAX_D_MODEL), ("num_heads", num_heads, d_model)):
+        check_size(func, name, value, limit)
     check_int(func, "seed", seed)
-    check_number(func, "embed_std", embed_std, positive=True)
+    check_std(func, "embed_std", embed_std)
+    check_layer_settings(func, d_model, num_heads, seed=seed)
 
     def table(rows: int, name: str) -> Matrix:
         rng = derive_rng(seed, name)
         return [[rng.gauss(0.0, embed_std) for _ in range(d_model)] for _ in range(rows)]
 
-    with reported_as(func):
-        return Model(
-            token_embeddings=table(vocab_size, "toy/token_embedding"),
-            position_embeddings=table(seq_len, "toy/position_embedding"),
-            attention=init_mha_weights(d_model, num_heads, seed=seed),
-            W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
-            b_vocab=[0.0] * vocab_size,
-        )
+    return Model(
+        token_embeddings=table(vocab_size, "toy/token_embedding"),
+        position_embeddings=table(seq_len, "toy/position_embedding"),
+        attention=init_mha_weights(d_model, num_heads, seed=seed),
+        W_vocab=init_matrix(d_model, vocab_size, derive_rng(seed, "toy/W_vocab")),
+        b_vocab=[0.0] * vocab_size,
+    )
 
 
-def _check_model(func: str, model: object) -> None:
+class _Sizes(NamedTuple):
+    vocab_size: int  # rows of the token table
+    seq_len: int  # rows of the position table: the longest sequence the model reads
+
+
+def _check_model(func: str, model: object) -> _Sizes:
+    """Every table of the model: finite numbers, and shapes that fit each other; return its sizes."""
     if not isinstance(model, Model):
         raise TypeError(
             f"{func}: model must be a Model (from model_from_example or init_model), got {type(model).__name__}"
         )
+    vocab_size, d_model = check_matrix(func, "model.token_embeddings", model.token_embeddings, finite=True)
+    seq_len, width = check_matrix(func, "model.position_embeddings", model.position_embeddings, finite=True)
+    if width != d_model:
+        raise ShapeError(f"{func}: model.position_embeddings rows have {width} entries and "
+                         f"model.token_embeddings rows have {d_model}; both must be d_model wide")
+    dims = check_weights(func, "model.attention", model.attention)
+    if dims.d_model != d_model:
+        raise ShapeError(f"{func}: model.attention is for d_model {dims.d_model} but the embeddings are "
+                         f"{d_model} wide")
+    rows, cols = check_matrix(func, "model.W_vocab", model.W_vocab, finite=True)
+    if (rows, cols) != (d_model, vocab_size):
+        raise ShapeError(f"{func}: model.W_vocab is {rows}x{cols}; it must be d_model x vocab_size = "
+                         f"{d_model}x{vocab_size}")
+    if check_vector(func, "model.b_vocab", model.b_vocab, finite=True) != vocab_size:
+        raise ShapeError(f"{func}: model.b_vocab has {len(model.b_vocab)} entries; it needs one per token "
+                         f"({vocab_size})")
+    return _Sizes(vocab_size, seq_len)
 
 
-def _check_ids(func: str, model: Model, ids: object, name: str = "ids", *, at_least: int = 1) -> None:
+def _check_ids(func: str, sizes: _Sizes, ids: object, name: str = "ids", *, at_least: int = 1) -> None:
     """ids must be a list of token ids the model has rows for: one token row each, one position row each."""
-    _check_model(func, model)
     if not isinstance(ids, (list, tuple)) or len(ids) < at_least:
         raise ShapeError(f"{func}: {name} must be a list of at least {at_least} token ids, got {ids!r:.60}")
-    if len(ids) > len(model.position_embeddings):
+    if len(ids) > sizes.seq_len:
         raise ShapeError(
             f"{func}: {name} has {len(ids)} tokens but the position table has "
-            f"{len(model.position_embeddings)} rows; it needs one row per position"
+            f"{sizes.seq_len} rows; it needs one row per position"
         )
     for i, t in enumerate(ids):
-        if not 0 <= check_int(func, f"{name}[{i}]", t) < len(model.token_embeddings):
+        if not 0 <= check_int(func, f"{name}[{i}]", t) < sizes.vocab_size:
             raise ValueError(
-                f"{func}: {name}[{i}] is {t}; token ids must be 0 to {len(model.token_embeddings) - 1}"
+                f"{func}: {name}[{i}] is {t}; token ids must be 0 to {sizes.vocab_size - 1}"
             )
 
 
-def _check_sequences(func: str, model: Model, sequences: object, *, at_least: int = 1) -> None:
+def _check_model_and_ids(func: str, model: object, ids: object, *, at_least: int = 1) -> None:
+    _check_ids(func, _check_model(func, model), ids, at_least=at_least)
+
+
+def _check_sequences(func: str, model: object, sequences: object, *, at_least: int = 1) -> None:
+    sizes = _check_model(func, model)
     if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
         raise ShapeError(f"{func}: give a non-empty list of sequences (lists of token ids)")
     for n, ids in enumerate(sequences):
-        _check_ids(func, model, ids, f"sequences[{n}]", at_least=at_least)
+        _check_ids(func, sizes, ids, f"sequences[{n}]", at_least=at_least)
 
 
 def model_from_example(ex: Example) -> Model:
@@ -151,6 +187,8 @@ def model_from_example(ex: Example) -> Model:
     """
     if not isinstance(ex, Example):
         raise TypeError(f"model_from_example: ex must be an Example (from running_example), got {type(ex).__name__}")
+    check_matrix("model_from_example", "ex.token_embeddings", ex.token_embeddings, finite=True)
+    check_matrix("model_from_example", "ex.x", ex.x, finite=True)
     vocab_size, d_model = len(ex.token_embeddings), len(ex.x[0])
     W_vocab = init_matrix(d_model, vocab_size, derive_rng(ex.seed, "training/W_vocab"))
     copy = lambda M: [list(row) for row in M]  # noqa: E731
@@ -166,8 +204,9 @@ def make_sequences(count: int, seq_len: int, vocab_size: int, rng: random.Random
     >>> make_sequences(2, 4, 5, random.Random(0))
     [[3, 3, 0, 2], [4, 3, 3, 2]]
     """
-    for name, value in (("count", count), ("seq_len", seq_len), ("vocab_size", vocab_size)):
-        check_positive_int("make_sequences", name, value)
+    check_size("make_sequences", "count", count, MAX_SEQUENCES)
+    check_size("make_sequences", "seq_len", seq_len, MAX_SEQ_LEN)
+    check_positive_int("make_sequences", "vocab_size", vocab_size)
     if not isinstance(rng, random.Random):
         raise TypeError(f"make_sequences: rng must be a random.Random, got {type(rng).__name__}")
     return [[rng.randrange(vocab_size) for _ in range(seq_len)] for _ in range(count)]
@@ -182,7 +221,8 @@ def targets(ids: Sequence[int]) -> list[Optional[int]]:
     if not isinstance(ids, (list, tuple)) or len(ids) == 0:
         raise ShapeError(f"targets: ids must be a non-empty list of token ids, got {ids!r:.60}")
     for i, t in enumerate(ids):
-        check_int("targets", f"ids[{i}]", t)
+        if check_int("targets", f"ids[{i}]", t) < 0:
+            raise ValueError(f"targets: ids[{i}] is {t}; token ids are 0 or more")
     return [None] + list(ids[:-1])
 
 
@@ -195,16 +235,21 @@ class ForwardPass(NamedTuple):
     logits: Matrix  # (T, vocab_size)
 
 
+@checked()
 def forward(model: Model, ids: Sequence[int]) -> ForwardPass:
     """Embeddings, causal multi-head attention and the projection to the vocabulary, for ids (T,)."""
-    _check_ids("forward", model, ids)
-    with reported_as("forward"):
-        return _forward(model, ids)
+    _check_model_and_ids("forward", model, ids)
+    return _forward(model, ids)
+
+
+def _embed(model: Model, ids: Sequence[int]) -> Matrix:
+    """X = E_tok[ids] + E_pos[0..T-1]: (T, d_model)."""
+    return [[a + b for a, b in zip(model.token_embeddings[t], model.position_embeddings[i])]
+            for i, t in enumerate(ids)]
 
 
 def _forward(model: Model, ids: Sequence[int]) -> ForwardPass:
-    x = [[a + b for a, b in zip(model.token_embeddings[t], model.position_embeddings[i])]
-         for i, t in enumerate(ids)]
+    x = _embed(model, ids)
     hidden = multi_head_attention(x, model.attention, mask=causal_mask(len(ids)))
     logits = add_row(matmul(hidden, model.W_vocab), model.b_vocab)
     return ForwardPass(x, hidden, logits)
@@ -240,17 +285,23 @@ def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[floa
         losses.append(log_total - row[t])
         p = softmax(row)
         grads.append([(p_j - (1.0 if j == t else 0.0)) / n for j, p_j in enumerate(p)])
-    return math.fsum(losses) / n, grads
+    try:  # logits far apart (1e308 and -1e308) give an infinite loss
+        loss = math.fsum(losses) / n
+    except OverflowError:
+        loss = math.inf
+    if not all_finite([[loss]]):
+        raise too_large(func)
+    return loss, grads
 
 
 # === Gradients ===
 
 
+@checked()
 def model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
     """The loss on one sequence of ids (T,), T >= 2, and the gradient of every parameter, as a Model of gradients."""
-    _check_ids("model_gradients", model, ids, at_least=2)
-    with reported_as("model_gradients"):
-        return _model_gradients(model, ids)
+    _check_model_and_ids("model_gradients", model, ids, at_least=2)
+    return _model_gradients(model, ids)
 
 
 def _model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
@@ -273,6 +324,10 @@ def _model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
 def flatten(model: Model) -> list[float]:
     """Every parameter of the model in one list, in a fixed order (``unflatten`` reverses it)."""
     _check_model("flatten", model)
+    return _flatten(model)
+
+
+def _flatten(model: Model) -> list[float]:
     flat: list[float] = []
     for M in _matrices(model):
         for row in M:
@@ -289,9 +344,13 @@ def _matrices(model: Model) -> list[Matrix]:
 def unflatten(flat: Sequence[float], like: Model) -> Model:
     """A Model shaped like ``like`` holding the numbers of ``flat`` (the order of ``flatten``)."""
     _check_model("unflatten", like)
-    size = len(flatten(like))
-    if check_vector("unflatten", "flat", flat) != size:
+    size = len(_flatten(like))
+    if check_vector("unflatten", "flat", flat, finite=True) != size:
         raise ShapeError(f"unflatten: flat has {len(flat)} numbers but a model shaped like `like` has {size}")
+    return _unflatten(flat, like)
+
+
+def _unflatten(flat: Sequence[float], like: Model) -> Model:
     position = 0
 
     def take(M: Matrix) -> Matrix:
@@ -311,15 +370,19 @@ def unflatten(flat: Sequence[float], like: Model) -> Model:
     return Model(tokens, positions, MHAWeights(W_Q, W_K, W_V, W_O), W_vocab, b_vocab)
 
 
+@checked()
 def batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
     """Mean loss over a batch of sequences, and the mean gradient as a flat list (order of ``flatten``)."""
     _check_sequences("batch_gradients", model, batch, at_least=2)
+    return _batch_gradients(model, batch)
+
+
+def _batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
     losses, grads = [], []
     for ids in batch:
-        with reported_as("batch_gradients"):
-            loss, g = _model_gradients(model, ids)
+        loss, g = _model_gradients(model, ids)
         losses.append(loss)
-        grads.append(flatten(g))
+        grads.append(_flatten(g))
     n = len(batch)
     return math.fsum(losses) / n, [math.fsum(entries) / n for entries in zip(*grads)]
 
@@ -357,8 +420,8 @@ def adam_step(
     n = check_vector(func, "params", params, finite=True)
     if check_vector(func, "grads", grads, finite=True) != n:
         raise ShapeError(f"{func}: params has {n} entries and grads has {len(grads)}; one gradient per parameter")
-    if state is not None and (not isinstance(state, AdamState) or len(state.m) != n or len(state.v) != n):
-        raise ValueError(f"{func}: state must be None (the first step) or the AdamState of the previous step, for {n} parameters")
+    if state is not None:
+        _check_adam_state(func, state, n)
     check_number(func, "lr", lr, positive=True)
     check_number(func, "eps", eps, positive=True)
     if not isinstance(betas, (list, tuple)) or len(betas) != 2 or not all(
@@ -372,9 +435,25 @@ def adam_step(
     v = [b2 * v_i + (1 - b2) * g * g for v_i, g in zip(v0, grads)]
     c1, c2 = 1 - b1 ** t, 1 - b2 ** t
     new = [p - lr * (m_i / c1) / (math.sqrt(v_i / c2) + eps) for p, m_i, v_i in zip(params, m, v)]
+    if not all_finite([new, m, v]):  # a squared gradient, or a step, beyond float64's range
+        raise too_large(func)
     return new, AdamState(t, m, v)
 
 
+def _check_adam_state(func: str, state: object, n: int) -> None:
+    if not isinstance(state, AdamState):
+        raise TypeError(f"{func}: state must be None (the first step) or the AdamState of the previous step, "
+                        f"got {type(state).__name__}")
+    check_size(func, "state.step", state.step, MAX_ADAM_STEP)
+    for name, values in (("state.m", state.m), ("state.v", state.v)):
+        if check_vector(func, name, values, finite=True) != n:
+            raise ShapeError(f"{func}: {name} has {len(values)} entries and params has {n}; one per parameter")
+    for i, v_i in enumerate(state.v):
+        if v_i < 0:
+            raise ValueError(f"{func}: state.v[{i}] is {v_i}; a running mean of squares is 0 or more")
+
+
+@checked()
 def train(
     model: Model,
     *,
@@ -389,26 +468,24 @@ def train(
     Returns the trained model and each step's loss (the batch's mean, before the step).
     """
     func = "train"
-    _check_model(func, model)
-    for name, value in (("steps", steps), ("batch_size", batch_size), ("seq_len", seq_len)):
-        check_positive_int(func, name, value)
-    if not 2 <= seq_len <= len(model.position_embeddings):
+    sizes = _check_model(func, model)
+    check_size(func, "steps", steps, MAX_STEPS)
+    check_size(func, "batch_size", batch_size, MAX_BATCH)
+    if not 2 <= check_positive_int(func, "seq_len", seq_len) <= sizes.seq_len:
         raise ValueError(
             f"{func}: seq_len is {seq_len}; it must be at least 2 (position 0 has no target) and at most "
-            f"the {len(model.position_embeddings)} rows of the position table"
+            f"the {sizes.seq_len} rows of the position table"
         )
     check_int(func, "seed", seed)
     check_number(func, "lr", lr, positive=True)
     rng = derive_rng(seed, "toy/batches")
-    vocab_size = len(model.token_embeddings)
-    params, state, losses = flatten(model), None, []
+    params, state, losses = _flatten(model), None, []
     for _ in range(steps):
-        batch = make_sequences(batch_size, seq_len, vocab_size, rng)
-        with reported_as(func):
-            loss, grads = batch_gradients(unflatten(params, model), batch)
-            params, state = adam_step(params, grads, state, lr=lr)
+        batch = make_sequences(batch_size, seq_len, sizes.vocab_size, rng)
+        loss, grads = _batch_gradients(_unflatten(params, model), batch)
+        params, state = adam_step(params, grads, state, lr=lr)
         losses.append(loss)
-    return unflatten(params, model), losses
+    return _unflatten(params, model), losses
 
 
 # === Measuring what was learned ===
@@ -429,28 +506,32 @@ def previous_token_weight(attention: Matrix) -> float:
     return math.fsum(attention[i][i - 1] for i in range(1, len(attention))) / (len(attention) - 1)
 
 
+@checked()
 def attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
     """Each head's (T, T) attention weights when the model reads ``ids`` (T,)."""
-    _check_ids("attention_weights", model, ids)
-    with reported_as("attention_weights"):
-        x = _forward(model, ids).x
-        return attention_trace(x, model.attention, mask=causal_mask(len(ids))).attention
+    _check_model_and_ids("attention_weights", model, ids)
+    return _attention_weights(model, ids)
 
 
+def _attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
+    return attention_trace(_embed(model, ids), model.attention, mask=causal_mask(len(ids))).attention
+
+
+@checked()
 def previous_token_weights(model: Model, sequences: Sequence[Sequence[int]]) -> list[float]:
     """Per head, ``previous_token_weight`` averaged over the sequences (each of at least 2 tokens)."""
     _check_sequences("previous_token_weights", model, sequences, at_least=2)
-    per_sequence = [[previous_token_weight(A) for A in attention_weights(model, ids)] for ids in sequences]
+    per_sequence = [[previous_token_weight(A) for A in _attention_weights(model, ids)] for ids in sequences]
     return [math.fsum(column) / len(sequences) for column in zip(*per_sequence)]
 
 
+@checked()
 def accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:
     """Fraction of positions i >= 1 where the most likely token is the previous one."""
     _check_sequences("accuracy", model, sequences, at_least=2)
     right, total = 0, 0
     for ids in sequences:
-        with reported_as("accuracy"):
-            logits = _forward(model, ids).logits
+        logits = _forward(model, ids).logits
         for row, t in zip(logits[1:], targets(ids)[1:]):
             right += row.index(max(row)) == t
             total += 1

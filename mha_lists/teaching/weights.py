@@ -19,13 +19,46 @@ import math
 import random
 from typing import NamedTuple, Optional
 
-from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_positive_int, check_same_shapes, check_vector)
+from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_positive_int,
+                           check_same_shapes, check_vector, checked)
 from ..core.attention import MHAWeights, check_weights
 from ..core.matrix import Matrix, Vector
 
 __all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count"]
 
 INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2")
+
+# Sizes have limits, so a typo (d_model=10**9) is refused at once instead of running for hours.
+MAX_WEIGHTS = 5_000_000  # numbers drawn by one call; GPT-2 small's attention layer has 2,362,368
+MAX_LAYERS = 1000  # n_layer, for the GPT-2 scaling of W_O
+# random.gauss is Box-Muller on 53-bit floats: |z| <= sqrt(-2 ln 2^-53), about 8.6, so std * z stays finite.
+MAX_STD = 1e300
+
+
+def check_size(func: str, name: str, value: object, limit: int) -> int:
+    """Check a size: a positive int of at most ``limit``; return it.
+
+    >>> check_size("demo", "vocab_size", 10**7, 1000)
+    Traceback (most recent call last):
+    ...
+    ValueError: demo: vocab_size is 10000000; at most 1000
+    """
+    if check_positive_int(func, name, value) > limit:
+        raise ValueError(f"{func}: {name} is {value}; at most {limit}")
+    return value
+
+
+def check_std(func: str, name: str, std: object) -> float:
+    """Check the spread of normal draws: a positive finite number of at most ``MAX_STD``; return it."""
+    if check_number(func, name, std, positive=True) > MAX_STD:
+        raise ValueError(f"{func}: {name} is {std}; at most {MAX_STD}, so that every draw stays inside float64")
+    return std
+
+
+def check_weight_count(func: str, count: int, sizes: str) -> None:
+    """Refuse to draw more than ``MAX_WEIGHTS`` numbers; ``sizes`` says which arguments made ``count``."""
+    if count > MAX_WEIGHTS:
+        raise ValueError(f"{func}: {sizes} make {count:,} weights; at most {MAX_WEIGHTS:,}")
 
 
 def derive_rng(seed: int, name: str) -> random.Random:
@@ -69,11 +102,12 @@ def init_matrix(
     func = "init_matrix"
     check_positive_int(func, "rows", rows)
     check_positive_int(func, "cols", cols)
+    check_weight_count(func, rows * cols, f"rows {rows} and cols {cols}")
     if not isinstance(rng, random.Random):
         raise TypeError(f"{func}: rng must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}")
     fan_in = rows if fan_in is None else check_positive_int(func, "fan_in", fan_in)
     fan_out = cols if fan_out is None else check_positive_int(func, "fan_out", fan_out)
-    check_number(func, "std", std, positive=True)
+    check_std(func, "std", std)
     if scheme == "xavier_uniform":
         a = math.sqrt(6 / (fan_in + fan_out))
         return [[rng.uniform(-a, a) for _ in range(cols)] for _ in range(rows)]
@@ -86,6 +120,44 @@ def init_matrix(
     else:
         raise ValueError(f"{func}: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
     return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
+
+
+def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed: object, bias: object = False,
+                         d_k: object = None, d_v: object = None, num_kv_heads: object = None,
+                         init: object = "xavier_uniform", std: object = 0.02, n_layer: object = 1) -> tuple:
+    """Check the settings of ``init_mha_weights`` for ``func``; return (d_k, d_v, num_kv_heads, std) resolved.
+
+    ``running_example`` and ``init_model`` check their settings with it too, so a
+    bad setting is named under the function the learner called.
+    """
+    check_positive_int(func, "d_model", d_model)
+    check_positive_int(func, "num_heads", num_heads)
+    check_int(func, "seed", seed)
+    check_bool(func, "bias", bias)
+    check_std(func, "std", std)
+    if d_k is None or d_v is None:
+        if d_model % num_heads:
+            raise ShapeError(
+                f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "
+                "d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)"
+            )
+    d_k = d_model // num_heads if d_k is None else check_positive_int(func, "d_k", d_k)
+    d_v = d_model // num_heads if d_v is None else check_positive_int(func, "d_v", d_v)
+    g = num_heads if num_kv_heads is None else check_positive_int(func, "num_kv_heads", num_kv_heads)
+    if num_heads % g:
+        raise ShapeError(
+            f"{func}: num_kv_heads {g} does not divide num_heads {num_heads}; "
+            "each key/value head must serve the same number of query heads"
+        )
+    if init not in INIT_SCHEMES:
+        raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
+    if init == "gpt2":
+        std = 0.02
+    check_size(func, "n_layer", n_layer, MAX_LAYERS)
+    check_weight_count(func, num_heads * d_model * d_k + g * d_model * (d_k + d_v) + num_heads * d_v * d_model,
+                       f"d_model {d_model}, num_heads {num_heads}, num_kv_heads {g}, d_k {d_k} and d_v {d_v}")
+
+    return d_k, d_v, g, std
 
 
 def init_mha_weights(
@@ -114,31 +186,8 @@ def init_mha_weights(
     >>> len(w.W_Q), len(w.W_Q[0]), len(w.W_Q[0][0]), len(w.W_O), len(w.W_O[0])
     (2, 16, 8, 16, 16)
     """
-    func = "init_mha_weights"
-    check_positive_int(func, "d_model", d_model)
-    check_positive_int(func, "num_heads", num_heads)
-    check_int(func, "seed", seed)
-    check_bool(func, "bias", bias)
-    check_number(func, "std", std, positive=True)
-    if d_k is None or d_v is None:
-        if d_model % num_heads:
-            raise ShapeError(
-                f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "
-                "d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)"
-            )
-    d_k = d_model // num_heads if d_k is None else check_positive_int(func, "d_k", d_k)
-    d_v = d_model // num_heads if d_v is None else check_positive_int(func, "d_v", d_v)
-    g = num_heads if num_kv_heads is None else check_positive_int(func, "num_kv_heads", num_kv_heads)
-    if num_heads % g:
-        raise ShapeError(
-            f"{func}: num_kv_heads {g} does not divide num_heads {num_heads}; "
-            "each key/value head must serve the same number of query heads"
-        )
-    if init not in INIT_SCHEMES:
-        raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
-    if init == "gpt2":
-        std = 0.02
-    check_positive_int(func, "n_layer", n_layer)
+    d_k, d_v, g, std = check_layer_settings("init_mha_weights", d_model, num_heads, seed=seed, bias=bias, d_k=d_k,
+                                            d_v=d_v, num_kv_heads=num_kv_heads, init=init, std=std, n_layer=n_layer)
 
     def draw(name: str, rows: int, cols: int, fan_out: int, sigma: float = std) -> Matrix:
         return init_matrix(rows, cols, derive_rng(seed, name), init, fan_in=rows, fan_out=fan_out, std=sigma)
@@ -162,6 +211,7 @@ def init_mha_weights(
 # === Counting ===
 
 
+@checked(weights="weights")
 def parameter_count(weights: MHAWeights) -> int:
     """Count every weight and bias entry: 4 * d_model^2 (+ 4 * d_model) in the standard layout.
 
@@ -173,7 +223,6 @@ def parameter_count(weights: MHAWeights) -> int:
     >>> parameter_count(init_mha_weights(16, 2, seed=42, bias=True))  # + 4 * 16
     1088
     """
-    check_weights("parameter_count", weights)
     count = 0
     for group in (weights.W_Q, weights.W_K, weights.W_V, [weights.W_O]):
         count += sum(len(M) * len(M[0]) for M in group)

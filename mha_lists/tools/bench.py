@@ -3,10 +3,17 @@
 Measures, on this machine (numbers vary between machines and runs; nothing
 here is asserted by the test suite):
 
+0. At the running example's size (5 tokens, d_model 16, 2 heads, causal mask):
+   what one forward pass walks through (calls, functions, files, counted with
+   ``sys.setprofile``); the checked forward pass against the same arithmetic
+   with no checks and no calls into the package; forward + backward against
+   the forward pass and against a scalar autograd engine.
 1. ``matmul`` against the textbook triple index loop at 16x768 @ 768x768, and
    that both give bit-identical results. The textbook loop is timed twice: as
    usually written, with ``sum`` (whose last digits changed in CPython 3.12),
-   and with ``math.fsum``, which gives exactly matmul's numbers.
+   and with ``math.fsum``, which gives exactly matmul's numbers. And against
+   the fastest fsum formulation measured so far (B's columns copied to floats
+   first), the limit for a product whose every sum is correctly rounded.
 2. One forward pass of ``multi_head_attention`` at GPT-2-small width
    (d_model 768, 12 heads, 16 tokens), and the forward + backward pass
    (``multi_head_attention_backward``) against it.
@@ -25,22 +32,90 @@ the cost of a call; with as many tokens as d_model the counts are alike.
 
 from __future__ import annotations
 
-import argparse
 import math
+import os
+import sys
 import time
+from collections import Counter
 from collections.abc import Callable
+from itertools import repeat
+from operator import mul
 
+from ..core.attention import MHAWeights, kv_head_for, multi_head_attention
 from ..core.gradients import multi_head_attention_backward
-from ..core.attention import kv_head_for, multi_head_attention
 from ..core.matrix import Matrix, matmul
-from ..core.attention import MHAWeights
+from ..core.softmax_and_masks import causal_mask
+from ..teaching.example import running_example
 from ..teaching.weights import derive_rng, init_mha_weights
+from .cli import OneLineErrorParser, size_type
+
+MAX_REPEAT = 100  # runs of each measurement
 
 
 def textbook_matmul(A: Matrix, B: Matrix, total: Callable = sum) -> Matrix:
     """The triple index loop as textbooks write it; ``total=math.fsum`` gives matmul's exact numbers."""
     n = len(B)
     return [[total(A[i][t] * B[t][j] for t in range(n)) for j in range(len(B[0]))] for i in range(len(A))]
+
+
+def copied_columns_matmul(A: Matrix, B: Matrix) -> Matrix:
+    """matmul with B's columns copied into new floats first (adjacent in memory): the fastest
+    fsum formulation measured; ``float.__mul__(x, 1.0)`` is exact, so the numbers are matmul's."""
+    columns = [list(map(float.__mul__, col, repeat(1.0))) for col in zip(*B)]
+    return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
+
+
+def unchecked_forward(x: Matrix, weights: MHAWeights, mask: list[list[bool]]) -> Matrix:
+    """Multi-head attention, the same arithmetic in the same order as the library, with no
+    checks and no call into the package: what the checks and the named steps cost is the
+    difference. (No biases, one key/value head per query head, the default scale.)"""
+    def product(A, B):
+        columns = list(zip(*B))
+        return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
+    heads = []
+    for W_Q, W_K, W_V in zip(weights.W_Q, weights.W_K, weights.W_V):
+        Q, K, V = product(x, W_Q), product(x, W_K), product(x, W_V)
+        c = 1 / math.sqrt(len(K[0]))
+        scores = [[s * c if keep else -math.inf for s, keep in zip(row, keep_row)]
+                  for row, keep_row in zip(product(Q, [list(col) for col in zip(*K)]), mask)]
+        weights_ = []
+        for row in scores:
+            top = max(row)
+            exps = [math.exp(s - top) for s in row]
+            total = math.fsum(exps)
+            weights_.append([e / total for e in exps])
+        heads.append(product(weights_, V))
+    concat = [[v for head in heads for v in head[i]] for i in range(len(x))]
+    return product(concat, weights.W_O)
+
+
+def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:
+    """What ``run`` walks through in the package: (calls, frames, distinct functions, files).
+
+    Every Python function of the package that starts counts (``sys.setprofile``);
+    comprehensions are not functions a reader follows, and are left out. A checked
+    function's door (``door`` in checks.py, and the ``check`` it runs at the
+    outermost call) is counted with the function it opens, in ``calls`` and in the
+    functions; ``frames`` counts each door as a frame of its own too.
+    """
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    seen: Counter = Counter()
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_filename.startswith(package) and not code.co_name.startswith("<"):
+            seen[(code.co_filename, code.co_name)] += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    door = {key for key in seen if key[0].endswith("checks.py") and key[1] in ("door", "check")}
+    doors = sum(seen[key] for key in door)
+    functions = set(seen) - door
+    files = {file for file, _ in seen}
+    return sum(seen.values()) - doors, sum(seen.values()), len(functions), len(files)
 
 
 def best_time(func: Callable[[], object], repeat: int) -> tuple[float, object]:
@@ -184,14 +259,41 @@ def max_difference(A: list, B: list) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mha_lists.tools.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the best counts (default 3)")
+    parser = OneLineErrorParser(prog="python -m mha_lists.tools.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=size_type(MAX_REPEAT), default=3,
+                        help=f"runs of each measurement, 1 to {MAX_REPEAT}; the best counts (default 3)")
     args = parser.parse_args(argv)
+
+    ex = running_example()
+    mask = causal_mask(len(ex.x))
+    calls, frames, functions, files = count_calls(lambda: multi_head_attention(ex.x, ex.weights, mask=mask))
+    print(f"the running example ({len(ex.x)} tokens, d_model {len(ex.x[0])}, {len(ex.weights.W_Q)} heads, "
+          "causal mask)")
+    print(f"  one forward pass walks {calls} calls of {functions} functions in {files} files "
+          f"({frames} frames, counting each checking door as a frame of its own)")
+    (t_checked, out), (t_plain, plain) = best_times(
+        [lambda: multi_head_attention(ex.x, ex.weights, mask=mask),
+         lambda: unchecked_forward(ex.x, ex.weights, mask)], 100 * args.repeat)
+    print(f"  forward pass, checked:                        {t_checked * 1e3:8.3f} ms")
+    print(f"  the same arithmetic, no checks and no calls:  {t_plain * 1e3:8.3f} ms "
+          f"(same bits: {out == plain})")
+    print(f"  the checks and the named steps cost {t_checked / t_plain:.2f}x")
+    G = random_matrix(len(ex.x), len(ex.x[0]), "bench/example_grad_output")
+    (t_forward, _), (t_both, grads) = best_times(
+        [lambda: multi_head_attention(ex.x, ex.weights), lambda: multi_head_attention_backward(ex.x, ex.weights, G)],
+        100 * args.repeat)
+    t_scalar, (dx, dW_Q) = best_time(lambda: scalar_attention_gradients(ex.x, ex.weights, G), 3 * args.repeat)
+    print(f"  forward + backward: {t_both * 1e3:.3f} ms = {t_both / t_forward:.2f}x the forward pass (no mask)")
+    print(f"  scalar autograd engine, forward + backward: {t_scalar * 1e3:.3f} ms = "
+          f"{t_scalar / t_both:.1f}x the matrix-level gradients "
+          f"(largest difference {max(max_difference(dx, grads.x), max_difference(dW_Q, grads.W_Q)):.1e})")
 
     A, B = random_matrix(16, 768, "bench/A"), random_matrix(768, 768, "bench/B")
     t_fast, fast = best_time(lambda: matmul(A, B), args.repeat)
     t_sum, _ = best_time(lambda: textbook_matmul(A, B), args.repeat)
     t_fsum, slow = best_time(lambda: textbook_matmul(A, B, math.fsum), args.repeat)
+    (t_matmul, _), (t_copied, copied) = best_times([lambda: matmul(A, B), lambda: copied_columns_matmul(A, B)],
+                                                   args.repeat)
     print("matmul, 16x768 @ 768x768")
     print(f"  textbook triple loop, sum:   {t_sum:8.3f} s")
     print(f"  textbook triple loop, fsum:  {t_fsum:8.3f} s")
@@ -199,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  speed-up over the triple loop with sum:  {t_sum / t_fast:.2f}x")
     print(f"  speed-up over the triple loop with fsum: {t_fsum / t_fast:.2f}x")
     print(f"  bit-identical to the fsum triple loop: {fast == slow}")
+    print(f"  columns copied to floats first (the fastest fsum formulation measured): {t_copied:8.3f} s; "
+          f"matmul takes {t_matmul / t_copied:.2f}x that (same bits: {copied == fast})")
 
     weights = init_mha_weights(768, 12, seed=0)
     x = random_matrix(16, 768, "bench/x")

@@ -19,13 +19,16 @@ from ..core.matrix import Matrix
 
 
 WIDTH = 80  # columns of a projector-friendly terminal
+MAX_D_MODEL = 256  # the trace prints every matrix; wider ones are for the library, not a terminal
+MAX_TOKENS = 64
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit code 2 (every command of the package)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        one_line = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {one_line} (see --help)\n")
 
 
 def _positive_int(text: str) -> int:
@@ -36,6 +39,16 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
     return value
+
+
+def size_type(limit: int):
+    """An argparse type: a whole number from 1 to ``limit``, with a one-line message otherwise."""
+    def size(text: str) -> int:
+        value = _positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value} is too large; at most {limit}")
+        return value
+    return size
 
 
 def _digits(text: str) -> int:
@@ -53,8 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--sentence", default=SENTENCE, help=f"tokens separated by spaces (default: {SENTENCE!r})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"seed of every random draw (default: {SEED})")
-    parser.add_argument("--heads", type=_positive_int, default=NUM_HEADS, help=f"number of heads (default: {NUM_HEADS})")
-    parser.add_argument("--d-model", type=_positive_int, default=D_MODEL, help=f"model width (default: {D_MODEL})")
+    parser.add_argument("--heads", type=size_type(MAX_D_MODEL), default=NUM_HEADS,
+                        help=f"number of heads (default: {NUM_HEADS})")
+    parser.add_argument("--d-model", type=size_type(MAX_D_MODEL), default=D_MODEL,
+                        help=f"model width, at most {MAX_D_MODEL} (default: {D_MODEL})")
     parser.add_argument("--causal", action="store_true", help="apply the causal mask (no attending to later tokens)")
     parser.add_argument("--digits", type=_digits, default=4, help="digits after the point (default: 4)")
     parser.add_argument("--weights", action="store_true",
@@ -147,6 +162,8 @@ def render(args: argparse.Namespace) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if len(args.sentence.split()) > MAX_TOKENS:
+        parser.error(f"argument --sentence: {len(args.sentence.split())} tokens; at most {MAX_TOKENS}")
     try:
         text = render(args)
     except (ValueError, TypeError) as error:  # the library's own message: it names the rule

@@ -1,28 +1,56 @@
-"""Exercises that check themselves: the checks, student copies, and a points tally.
+"""Exercises that check themselves: the checks, student copies, and grading that cannot be fooled.
 
 The exercise notebooks (``notebooks/exercises/NN_*.ipynb``, NN = the core notebook) use
-nbgrader's format: a solution cell (code between ``### BEGIN SOLUTION`` and ``### END SOLUTION``)
-followed by a locked check cell worth some points, whose one or two lines call ``check_close``.
+nbgrader's format: a solution cell (a function whose body sits between ``### BEGIN SOLUTION``
+and ``### END SOLUTION``) followed by a locked check cell worth some points. The check cell's
+visible lines call ``check_close`` on the running example; its ``### BEGIN HIDDEN TESTS`` /
+``### END HIDDEN TESTS`` region calls the learner's function again on inputs drawn from a seed
+that only the teacher's copy holds, and compares with the module's own answer. A function that
+returns a copied expected value passes the visible check and fails the hidden one.
 
-    python -m mha_lists.tools.exercises student-copies student-copies/      # solutions removed
-    python -m mha_lists.tools.exercises score graded/*.ipynb                 # points per notebook
+    python -m mha_lists.tools.exercises student-copies student-copies/   # what students get
+    python -m mha_lists.tools.exercises score alice/*.ipynb               # points per notebook
 
-``student-copies`` writes what nbgrader's ``generate_assignment`` would hand out: every
-solution region replaced by ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` (the stub
-of nbgrader's ClearSolutions, indented like the BEGIN line), outputs and execution counts
-cleared. ``score`` reads notebooks that were executed with errors allowed (``jupyter nbconvert
---to notebook --execute --allow-errors``) and adds up the points of the check cells that ran
-without an error.
+``student-copies`` writes what nbgrader's ``generate_assignment`` hands out: every solution
+region replaced by ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` (indented like the
+BEGIN line), every hidden-tests region removed, outputs and execution counts cleared.
+
+``score`` grades a submission the way nbgrader's ``autograde`` does, with nothing but Python:
+
+1. it finds the teacher's notebook of the same name (``--source``, default
+   ``notebooks/exercises``) and compares every check cell, by ``grade_id``, with the one handed
+   out. A check cell that is missing (deleted, or its ``grade_id`` edited), duplicated, turned
+   into another cell type, moved away from its exercise, or whose source differs by one
+   character, is worth 0 points, with that reason (nbgrader's checksums catch the same);
+2. it runs the notebook's code cells top to bottom in a fresh Python process (plain Python: a
+   line of IPython magic is a SyntaxError in its own cell), the check cells replaced by the
+   teacher's (hidden tests included); outputs stored in the file are ignored;
+3. a check cell earns its points when it runs without an error and ``check_close`` is still
+   the module's own. Anything else is 0 points, with the error's first line as the reason.
+
+Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
+found, a folder, not JSON, not a notebook, no teacher's notebook of that name). Each such file
+gets one line on stderr (``...: error: PATH is not JSON (...)``); the other files are still graded.
 
 =====================================  =======================================================
 check_close(name, got, expected, tol)  pass quietly-but-visibly, or say what is wrong: the
                                        type, the shape, which entry and by how much (never
                                        the expected value)
 CheckFailed                            the AssertionError a failed check raises
-student_copy(nb)                       a notebook (as JSON) with its solutions removed
+NotebookError                          a file that is not a readable notebook (a ValueError)
+read_notebook(path)                    a notebook file as JSON, its structure checked
+student_copy(nb)                       a notebook (as JSON) with solutions and hidden tests
+                                       removed
 write_student_copies(source, out)      every exercise notebook of ``source`` into ``out``
-score(nb)                              (points earned, points possible, failed check ids)
+tampering(nb, teacher)                 {grade_id: reason} for every check cell that is not as
+                                       handed out (no code is run)
+score(nb, teacher, timeout)            Score(earned, possible, failed): runs the notebook;
+                                       ``failed`` maps grade_id to the reason for 0 points
 =====================================  =======================================================
+
+The limit: the learner's code runs in the same process as the checks (as under nbgrader), so a
+determined student can still patch what the checks rely on. ``score`` notices the plain ways
+(``check_close`` redefined or changed in the module); a teacher reads the answers it flags.
 """
 
 from __future__ import annotations
@@ -31,15 +59,17 @@ import argparse
 import copy
 import json
 import math
+import os
 import pathlib
 import re
+import subprocess
 import sys
+import tempfile
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
 
-__all__ = ["CheckFailed", "check_close", "student_copy", "write_student_copies", "score", "Score",
-           "CODE_STUB", "EXERCISES"]
+__all__ = ["check_close"]
 
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
@@ -135,7 +165,7 @@ def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
         print(f"{name}: correct ({within})")
         return
     if depth == 1:
-        shape = f"{len(expected)} entries"
+        shape = f"{len(expected)} entr{'y' if len(expected) == 1 else 'ies'}"
     elif depth == 2:
         shape = f"{len(expected)}x{len(expected[0])}"
     else:
@@ -143,12 +173,78 @@ def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     print(f"{name}: correct ({shape}, every entry {within})")
 
 
-# === Student copies (what nbgrader's ClearSolutions does) ===
+# === Reading notebooks ===
+
+
+class NotebookError(ValueError):
+    """A file that is not a notebook this module can read; the message is one line."""
+
+
+_CELL_TYPES = ("code", "markdown", "raw")
+
+
+def _check_notebook(func: str, name: str, nb: object) -> dict:
+    """Raise NotebookError unless ``nb`` has the structure of an nbformat 4 notebook."""
+    if not isinstance(nb, dict):
+        raise NotebookError(f"{func}: {name} is not a notebook (its JSON is a {type(nb).__name__}, not an object)")
+    if nb.get("nbformat") != 4:
+        raise NotebookError(f"{func}: {name} is not an nbformat 4 notebook (nbformat is {nb.get('nbformat')!r})")
+    if not isinstance(nb.get("metadata"), dict):
+        raise NotebookError(f"{func}: {name} has no notebook metadata (an object under 'metadata')")
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError(f"{func}: {name} has no list of cells")
+    for n, cell in enumerate(cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in _CELL_TYPES:
+            raise NotebookError(f"{func}: {name} cell {n} is not a code, markdown or raw cell")
+        src = cell.get("source")
+        if not (isinstance(src, str) or isinstance(src, list) and all(isinstance(s, str) for s in src)):
+            raise NotebookError(f"{func}: {name} cell {n} has no source text")
+        meta = cell.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("nbgrader", {}), dict):
+            raise NotebookError(f"{func}: {name} cell {n} has no metadata (an object under 'metadata')")
+    return nb
+
+
+MAX_NOTEBOOK_BYTES = 20_000_000  # a submission larger than this is not read (outputs of a runaway loop)
+
+
+def read_notebook(path: pathlib.Path) -> dict:
+    """The notebook at ``path`` as JSON; NotebookError (one line) if it is missing or malformed."""
+    func = "read_notebook"
+    if not isinstance(path, (str, pathlib.PurePath)):
+        raise TypeError(f"{func}: path must be a str or a Path, got {type(path).__name__}")
+    path = pathlib.Path(path)
+    if path.is_dir():
+        raise NotebookError(f"{func}: {path} is a folder, not a notebook file")
+    try:
+        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            raise NotebookError(f"{func}: {path} is larger than {MAX_NOTEBOOK_BYTES:,} bytes, the limit")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotebookError(f"{func}: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise NotebookError(f"{func}: cannot read {path}: {str(e).splitlines()[0]}") from None
+    try:
+        nb = json.loads(text)
+    except ValueError as e:
+        raise NotebookError(f"{func}: {path} is not JSON ({str(e).splitlines()[0]})") from None
+    return _check_notebook(func, str(path), nb)
+
+
+# === Student copies (what nbgrader's ClearSolutions and ClearHiddenTests do) ===
+
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 
 def _source(cell: dict) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
+
+
+def _nbgrader(cell: dict) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
 
 
 def _clear_solution(source: str, where: str) -> str:
@@ -170,8 +266,25 @@ def _clear_solution(source: str, where: str) -> str:
     return "\n".join(out)
 
 
+def _clear_hidden(source: str, where: str) -> str:
+    """Remove each BEGIN/END HIDDEN TESTS region, marker lines included, as nbgrader does."""
+    out, inside = [], False
+    for line in source.split("\n"):
+        if HIDDEN_BEGIN in line:
+            if inside:
+                raise ValueError(f"student_copy: {where} has a BEGIN HIDDEN TESTS inside another")
+            inside = True
+        elif HIDDEN_END in line:
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"student_copy: {where} has a BEGIN HIDDEN TESTS without its END HIDDEN TESTS")
+    return "\n".join(out)
+
+
 def student_copy(nb: dict) -> dict:
-    """A notebook (nbformat 4 JSON) as students get it: solutions removed, outputs cleared.
+    """A notebook (nbformat 4 JSON) as students get it: solutions and hidden tests removed, outputs cleared.
 
     The original is not changed.
 
@@ -188,13 +301,19 @@ def student_copy(nb: dict) -> dict:
     new = copy.deepcopy(nb)
     for n, cell in enumerate(new["cells"]):
         source = _source(cell)
-        is_solution = bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+        meta = _nbgrader(cell)
+        is_solution = bool(meta.get("solution"))
         if BEGIN in source:
             if not is_solution:
                 raise ValueError(f"student_copy: cell {n} has a solution region but is not a solution cell")
-            cell["source"] = _clear_solution(source, f"cell {n}")
+            source = _clear_solution(source, f"cell {n}")
         elif is_solution and cell.get("cell_type") == "code":
-            cell["source"] = CODE_STUB
+            source = CODE_STUB
+        if HIDDEN_BEGIN in source:
+            if not meta.get("grade"):
+                raise ValueError(f"student_copy: cell {n} has a hidden-tests region but is not a graded cell")
+            source = _clear_hidden(source, f"cell {n}")
+        cell["source"] = source
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
     new.get("metadata", {}).pop("celltoolbar", None)
@@ -203,103 +322,288 @@ def student_copy(nb: dict) -> dict:
 
 def write_student_copies(source: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
     """Write ``student_copy`` of every ``*.ipynb`` in ``source`` into ``out`` (made if needed)."""
+    func = "write_student_copies"
+    for name, value in (("source", source), ("out", out)):
+        if not isinstance(value, (str, pathlib.PurePath)):
+            raise TypeError(f"{func}: {name} must be a str or a Path, got {type(value).__name__}")
     source, out = pathlib.Path(source), pathlib.Path(out)
+    if not source.is_dir():
+        raise NotebookError(f"{func}: source {source} is not a folder")
     paths = sorted(source.glob("*.ipynb"))
     if not paths:
-        raise FileNotFoundError(f"write_student_copies: no .ipynb files in {source}")
+        raise NotebookError(f"{func}: no .ipynb files in {source}")
     if out.resolve() == source.resolve():
-        raise ValueError("write_student_copies: out must not be the source folder (it would overwrite the solutions)")
+        raise ValueError(f"{func}: out must not be the source folder (it would overwrite the solutions)")
     notebooks = EXERCISES.parent.resolve()
     if out.resolve() == notebooks or notebooks in out.resolve().parents:
-        raise ValueError(f"write_student_copies: out {out} is inside {notebooks}, where nbval would run the "
+        raise ValueError(f"{func}: out {out} is inside {notebooks}, where nbval would run the "
                          "student copies and fail; write them elsewhere, e.g. student-copies/")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    if out.exists() and not out.is_dir():
+        raise NotebookError(f"{func}: out {out} is a file, not a folder")
+    copies = []
     for path in paths:
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        target = out / path.name
-        target.write_text(json.dumps(student_copy(nb), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        written.append(target)
-    return written
+        try:
+            copies.append((out / path.name, student_copy(read_notebook(path))))
+        except ValueError as e:  # NotebookError, or a solution region without its end
+            raise NotebookError(f"{func}: {path.name}: {e}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    for target, nb in copies:
+        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [target for target, _ in copies]
 
 
-# === Points ===
+# === Is every check cell as handed out? ===
+
+
+def _graded(nb: dict) -> list[tuple[int, str]]:
+    """(cell index, grade_id) of every graded cell."""
+    return [(n, _nbgrader(c).get("grade_id")) for n, c in enumerate(nb["cells"])
+            if _nbgrader(c).get("grade") and isinstance(_nbgrader(c).get("grade_id"), str)]
+
+
+def _neighbours(teacher: dict, n: int) -> tuple[Optional[str], Optional[str]]:
+    """grade_ids of the nearest nbgrader cells before and after the teacher's cell n."""
+    ids = [(m, _nbgrader(c).get("grade_id")) for m, c in enumerate(teacher["cells"]) if _nbgrader(c).get("grade_id")]
+    before = [g for m, g in ids if m < n]
+    after = [g for m, g in ids if m > n]
+    return (before[-1] if before else None), (after[0] if after else None)
+
+
+def _positions(nb: dict) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for n, cell in enumerate(nb["cells"]):
+        grade_id = _nbgrader(cell).get("grade_id")
+        if isinstance(grade_id, str):
+            found.setdefault(grade_id, []).append(n)
+    return found
+
+
+def tampering(nb: dict, teacher: dict) -> dict[str, str]:
+    """{grade_id: why it is worth 0} for each of the teacher's check cells not as handed out in ``nb``.
+
+    A check cell must be there once, by its grade_id, still a code cell, between the same
+    neighbours, with the source the students were given (or the teacher's, hidden tests and all).
+
+    >>> cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "grade_id": "a", "points": 1}},
+    ...         "source": "check_close('x', x, 1)"}
+    >>> teacher = {"nbformat": 4, "metadata": {}, "cells": [cell]}
+    >>> tampering(teacher, teacher)
+    {}
+    >>> tampering({**teacher, "cells": [{**cell, "source": "print('correct')"}]}, teacher)
+    {'a': "changed: its source is not the teacher's (a check cell must stay as handed out)"}
+    """
+    _check_notebook("tampering", "nb", nb)
+    _check_notebook("tampering", "teacher", teacher)
+    where = _positions(nb)
+    reasons = {}
+    for n, grade_id in _graded(teacher):
+        cells = where.get(grade_id, [])
+        if not cells:
+            reasons[grade_id] = "missing: no cell has this grade_id (the cell was deleted or its grade_id edited)"
+            continue
+        if len(cells) > 1:
+            reasons[grade_id] = f"duplicated: {len(cells)} cells have this grade_id"
+            continue
+        mine, theirs = nb["cells"][cells[0]], teacher["cells"][n]
+        if mine["cell_type"] != theirs["cell_type"]:
+            reasons[grade_id] = f"changed: it is a {mine['cell_type']} cell; it was handed out as a {theirs['cell_type']} cell"
+            continue
+        full = _source(theirs)
+        if _source(mine) not in (full, _clear_hidden(full, f"teacher's {grade_id}")):
+            reasons[grade_id] = "changed: its source is not the teacher's (a check cell must stay as handed out)"
+            continue
+        before, after = _neighbours(teacher, n)
+        if before in where and len(where[before]) == 1 and where[before][0] > cells[0]:
+            reasons[grade_id] = f"moved: it must come after {before}, as handed out"
+        elif after in where and len(where[after]) == 1 and where[after][0] < cells[0]:
+            reasons[grade_id] = f"moved: it must come before {after}, as handed out"
+    return reasons
+
+
+# === Running a notebook the way autograde does ===
+
+# Runs in a fresh interpreter: reads {"cells": [[source, grade_id or null], ...], "result": path} on
+# stdin, runs each cell in one namespace with its output swallowed, and after each graded cell
+# rewrites the result file with [[grade_id, error or null], ...] so far.
+_RUNNER = r'''
+import contextlib, io, json, sys
+job = json.load(sys.stdin)
+import mha_lists.tools.exercises as grader
+own = {name: getattr(grader, name) for name in ("check_close", "_mismatches", "CheckFailed")}
+codes = {name: getattr(value, "__code__", None) for name, value in own.items()}
+namespace = {"__name__": "__main__"}
+results = []
+def replaced():
+    for name, value in own.items():
+        if getattr(grader, name) is not value or getattr(value, "__code__", None) is not codes[name]:
+            return f"{name} in mha_lists.tools.exercises was replaced"
+    if namespace.get("check_close", own["check_close"]) is not own["check_close"]:
+        return "check_close was redefined in the notebook"
+    return None
+for n, (source, grade_id) in enumerate(job["cells"]):
+    error, sink = None, io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            exec(compile(source, f"<cell {n}>", "exec"), namespace)
+    except BaseException as e:
+        text = str(e).strip().splitlines()
+        error = type(e).__name__ + (": " + text[0][:300] if text else "")
+    if grade_id is not None:
+        results.append([grade_id, error or replaced()])
+        with open(job["result"], "w", encoding="utf-8") as f:
+            json.dump(results, f)
+'''
+
+MAX_TIMEOUT = 3600
+
+
+def _reason(error: str) -> str:
+    if error.startswith("NotImplementedError"):
+        return "not answered (NotImplementedError: the answer cell still holds the stub)"
+    return error
+
+
+def _run(cells: list[tuple[str, Optional[str]]], timeout: float) -> tuple[dict[str, Optional[str]], Optional[str]]:
+    """Run code cells in a fresh Python; ({grade_id: error or None}, why it stopped early or None)."""
+    package_root = str(pathlib.Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+               PYTHONHASHSEED="0")
+    with tempfile.TemporaryDirectory(prefix="mha-score-") as folder:
+        result = pathlib.Path(folder) / "result.json"
+        job = json.dumps({"cells": cells, "result": str(result)})
+        stopped = None
+        try:
+            done = subprocess.run([sys.executable, "-c", _RUNNER], input=job, cwd=folder, env=env, text=True,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+                stopped = f"the notebook stopped the grader ({last[:200]})"
+        except subprocess.TimeoutExpired:
+            stopped = f"the notebook ran longer than the time limit ({timeout:g} s)"
+        ran = json.loads(result.read_text(encoding="utf-8")) if result.exists() else []
+    return {grade_id: error for grade_id, error in ran}, stopped
 
 
 class Score(NamedTuple):
-    """Points of one executed notebook."""
+    """Points of one notebook."""
 
-    earned: int
-    possible: int
-    failed: list[str]  # grade_id of every check cell that raised
+    earned: float
+    possible: float
+    failed: dict[str, str]  # grade_id of every check cell worth 0 -> the reason
 
 
-def score(nb: dict) -> Score:
-    """Add up the points of the check cells of an executed notebook that raised no error.
+def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
+    """Grade notebook ``nb`` against the teacher's: check cells as handed out, then run with hidden tests.
 
-    >>> cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "points": 2, "grade_id": "a"}},
-    ...         "outputs": [{"output_type": "error", "ename": "CheckFailed"}]}
-    >>> score({"cells": [cell]})
-    Score(earned=0, possible=2, failed=['a'])
+    Every code cell of ``nb`` runs in order in a fresh Python (its stored outputs are ignored);
+    each check cell runs as the teacher wrote it, hidden tests included. A check cell earns its
+    points if ``tampering`` finds nothing wrong with it and it runs without an error.
     """
-    earned = possible = 0
-    failed = []
-    for cell in nb.get("cells", []):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.get("cell_type") != "code" or not meta.get("grade"):
-            continue
-        points = meta.get("points", 0)
+    func = "score"
+    _check_notebook(func, "nb", nb)
+    _check_notebook(func, "teacher", teacher)
+    if not _is_number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(f"{func}: timeout must be more than 0 and at most {MAX_TIMEOUT} seconds, got {timeout!r}")
+    graded = _graded(teacher)
+    if not graded:
+        raise NotebookError(f"{func}: the teacher's notebook has no graded cells")
+    theirs = {grade_id: teacher["cells"][n] for n, grade_id in graded}
+    reasons = tampering(nb, teacher)
+    cells, seen = [], set()
+    for cell in nb["cells"]:
+        grade_id = _nbgrader(cell).get("grade_id")
+        if grade_id in theirs:
+            if grade_id not in seen and cell["cell_type"] == "code":  # run the teacher's check, hidden tests too
+                cells.append((_source(theirs[grade_id]), grade_id))
+            seen.add(grade_id)
+        elif cell["cell_type"] == "code":
+            cells.append((_source(cell), None))
+    ran, stopped = _run(cells, timeout)
+    earned, possible, failed = 0, 0, {}
+    for n, grade_id in graded:
+        points = _nbgrader(teacher["cells"][n]).get("points", 0)
         possible += points
-        ran = cell.get("execution_count") is not None or cell.get("outputs")
-        if ran and not any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
-            earned += points
+        if grade_id in reasons:
+            failed[grade_id] = reasons[grade_id]
+        elif grade_id not in ran:
+            failed[grade_id] = f"did not run: {stopped}" if stopped else "did not run"
+        elif ran[grade_id] is not None:
+            failed[grade_id] = _reason(ran[grade_id])
         else:
-            failed.append(meta.get("grade_id", "?"))
+            earned += points
     return Score(earned, possible, failed)
 
 
 # === Command line ===
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0 and at most {MAX_TIMEOUT}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="python -m mha_lists.tools.exercises",
-                     description="Student copies of the exercise notebooks, and their points.")
+                                description="Student copies of the exercise notebooks, and their points.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineErrorParser)
-    copies = sub.add_parser("student-copies", help="write the notebooks with every solution removed")
+    copies = sub.add_parser("student-copies", help="write the notebooks with solutions and hidden tests removed")
     copies.add_argument("outdir", type=pathlib.Path, help="folder to write into, e.g. student-copies/")
     copies.add_argument("--source", type=pathlib.Path, default=EXERCISES,
-                        help="folder of solution notebooks (default: notebooks/exercises)")
-    points = sub.add_parser("score", help="points of notebooks executed with --allow-errors")
-    points.add_argument("notebooks", type=pathlib.Path, nargs="+", help="executed .ipynb files")
+                        help="folder of the teacher's notebooks (default: notebooks/exercises)")
+    points = sub.add_parser("score", help="grade submitted notebooks (they are run again, hidden tests included)",
+                            epilog="Exit code 0: every file graded; 2: some file could not be graded (one line each).")
+    points.add_argument("notebooks", type=pathlib.Path, nargs="+", help="submitted .ipynb files")
+    points.add_argument("--source", type=pathlib.Path, default=EXERCISES,
+                        help="folder of the teacher's notebooks, matched by file name (default: notebooks/exercises)")
+    points.add_argument("--timeout", type=_seconds, default=60.0,
+                        help="seconds one notebook may run (default 60, at most 3600)")
     return parser
+
+
+def _points(x: float) -> str:
+    return f"{x:g}"
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "student-copies":
-        if not args.source.is_dir():
-            parser.error(f"--source {args.source} is not a folder")
         try:
             written = write_student_copies(args.source, args.outdir)
         except (OSError, ValueError) as e:
-            parser.error(str(e))
+            parser.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
         for path in written:
             print(path)
         return 0
+    if not args.source.is_dir():
+        parser.error(f"--source {args.source} is not a folder")
     total_earned = total_possible = 0
+    unread = 0
     for path in args.notebooks:
         try:
-            nb = json.loads(path.read_text(encoding="utf-8"))
+            nb = read_notebook(path)
+            teacher_path = args.source / path.name
+            if not teacher_path.is_file():
+                raise NotebookError(f"{path}: no teacher's notebook named {path.name} in {args.source}")
+            result = score(nb, read_notebook(teacher_path), timeout=args.timeout)
         except (OSError, ValueError) as e:
-            parser.error(f"cannot read {path}: {e}")
-        result = score(nb)
+            unread += 1
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            print(f"{parser.prog}: error: {message.removeprefix('read_notebook: ')}", file=sys.stderr)
+            continue
         total_earned, total_possible = total_earned + result.earned, total_possible + result.possible
-        failed = f"  (failed: {', '.join(result.failed)})" if result.failed else ""
-        print(f"{path}: {result.earned}/{result.possible} points{failed}")
+        print(f"{path}: {_points(result.earned)}/{_points(result.possible)} points")
+        for grade_id, why in result.failed.items():
+            print(f"  {grade_id}: 0 points, {why}")
     if len(args.notebooks) > 1:
-        print(f"total: {total_earned}/{total_possible} points")
-    return 0
+        print(f"total: {_points(total_earned)}/{_points(total_possible)} points"
+              + (f" ({unread} file{'s' * (unread > 1)} not graded)" if unread else ""))
+    return 2 if unread else 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ and the page fetches nothing from anywhere else.
 
 from __future__ import annotations
 
-import argparse
+import ast
 import html
 import json
 import pathlib
@@ -29,19 +29,20 @@ import sys
 from typing import NamedTuple, Optional, Union
 from urllib.parse import parse_qsl, urlencode
 
-from .cli import Table, trace_items
+from .cli import OneLineErrorParser, Table, trace_items
 from ..teaching.display import format_number
-from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB
+from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
+from ..teaching.pictures import pipeline
 
-__all__ = [
-    "PYODIDE_VERSION", "PYODIDE_URL", "MAX_D_MODEL", "MAX_TOKENS", "Settings", "parse_query",
-    "query_string", "cli_command", "walkthrough_html", "page_update", "build_site", "main",
-]
+__all__ = []
 
 PYODIDE_VERSION = "314.0.7"  # the version the browser tests run (package.json); CPython 3.14
 PYODIDE_URL = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
 MAX_D_MODEL = 64  # the page draws every matrix; wider ones belong in the CLI
 MAX_TOKENS = 16
+MAX_DIGITS = 18  # seed, heads, d_model: a seed of 18 digits is plenty; a longer one is a mistake
+MAX_SENTENCE_CHARS = 200  # 16 of the vocabulary's longest words fit
+MAX_QUOTED = 40  # an error quotes at most this much of what was typed
 SITE_FILES = pathlib.Path(__file__).resolve().parent / "site_files"
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent  # mha_lists/
 
@@ -62,20 +63,32 @@ class Settings(NamedTuple):
 
 # === Settings <-> query string ===
 
+def _quoted(text: str) -> str:
+    """text as typed, in quotes; a long one cut, with its length, so a message stays one line."""
+    if len(text) <= MAX_QUOTED:
+        return repr(text)
+    return f"{text[:MAX_QUOTED]!r}... ({len(text):,} characters)"
+
+
 def _whole_number(name: str, text: str) -> int:
+    """A whole number of at most MAX_DIGITS digits, or a ValueError that quotes what was typed."""
+    digits = text.strip().lstrip("+-")
+    if digits.isdigit() and len(digits) > MAX_DIGITS:  # before int(): CPython refuses > 4300 digits
+        raise ValueError(f"parse_query: {name} has {len(digits):,} digits; this page takes at most {MAX_DIGITS}")
     try:
         return int(text.strip())
     except ValueError:
-        raise ValueError(f"parse_query: {name} is {text!r}; it must be a whole number") from None
+        raise ValueError(f"parse_query: {name}: {_quoted(text)} is not a whole number") from None
 
 
 def parse_query(query: str) -> Settings:
     """Settings from a query string such as ``"?seed=7&heads=4&causal=1"``; unset ones keep their defaults.
 
     Keys: sentence, seed, heads, d_model, causal (1/0, true/false, on/off). Unknown
-    keys are ignored. Sizes larger than the page draws raise ValueError; the
-    attention rules (heads divide d_model, words from the vocabulary) are checked
-    by the library itself when the example is built.
+    keys are ignored. A value that is not what its key takes raises ValueError, quoting it
+    as typed; so do sizes larger than the page draws (no pointer to the CLI: at those sizes
+    it would print for minutes). The attention rules (heads divide d_model, words from the
+    vocabulary) are checked by the library itself when the example is built.
 
     >>> parse_query("?seed=7&heads=4&causal=1")
     Settings(sentence='<BOS> I like transformers <EOS>', seed=7, heads=4, d_model=16, causal=True, digits=4)
@@ -85,6 +98,9 @@ def parse_query(query: str) -> Settings:
     values = dict(parse_qsl(query.lstrip("?"), keep_blank_values=True))
     settings = Settings()
     if "sentence" in values:
+        if len(values["sentence"]) > MAX_SENTENCE_CHARS:
+            raise ValueError(f"parse_query: the sentence has {len(values['sentence']):,} characters; this page "
+                             f"takes at most {MAX_SENTENCE_CHARS}")
         settings = settings._replace(sentence=values["sentence"])
     for name in ("seed", "heads", "d_model"):
         if name in values:
@@ -92,14 +108,13 @@ def parse_query(query: str) -> Settings:
     if "causal" in values:
         flag = values["causal"].strip().lower()
         if flag not in _TRUE + _FALSE:
-            raise ValueError(f"parse_query: causal is {values['causal']!r}; use 1 (on) or 0 (off)")
+            raise ValueError(f"parse_query: causal: {_quoted(values['causal'])} is not 1 (on) or 0 (off)")
         settings = settings._replace(causal=flag in _TRUE)
     if settings.d_model > MAX_D_MODEL:
-        raise ValueError(f"parse_query: d_model is {settings.d_model}; this page draws at most {MAX_D_MODEL} "
-                         "(python -m mha_lists prints any size)")
+        raise ValueError(f"parse_query: d_model is {settings.d_model}; this page draws at most {MAX_D_MODEL}")
     if len(settings.sentence.split()) > MAX_TOKENS:
         raise ValueError(f"parse_query: the sentence has {len(settings.sentence.split())} tokens; this page "
-                         f"draws at most {MAX_TOKENS} (python -m mha_lists prints any length)")
+                         f"draws at most {MAX_TOKENS}")
     return settings
 
 
@@ -155,10 +170,12 @@ def _explanation(step: int, settings: Settings) -> str:
     return texts[step]
 
 
-def _table_html(table: Table, digits: int) -> str:
+def _table_html(table: Table, digits: int, table_id: str) -> str:
+    """One matrix: its title (a figcaption, which stays in view while a wide table scrolls), then the table."""
     n, m = len(table.matrix), len(table.matrix[0])
-    out = [f'<figure class="matrix {table.kind}"><table>',
-           f'<caption>{html.escape(table.title)} <span class="shape">({n}x{m})</span></caption>',
+    out = [f'<figure class="matrix {table.kind}">',
+           f'<figcaption id="{table_id}">{html.escape(table.title)} <span class="shape">({n}x{m})</span></figcaption>',
+           f'<table aria-labelledby="{table_id}">',
            "<thead><tr><th></th>" + "".join(f'<th scope="col">{html.escape(c)}</th>' for c in table.col_labels)
            + "</tr></thead><tbody>"]
     for label, row in zip(table.row_labels, table.matrix):
@@ -169,13 +186,23 @@ def _table_html(table: Table, digits: int) -> str:
                 cells.append('<td class="masked">-inf</td>')
             elif table.kind == "weights":
                 dark = " dark" if x > 0.55 else ""
-                tip = html.escape(f"{label} takes {text} of {key}'s value", quote=True)
-                cells.append(f'<td class="w{dark}" style="--w:{x:.3f}" title="{tip}">{text}</td>')
+                cells.append(f'<td class="w{dark}" style="--w:{x:.3f}">{text}</td>')
             else:
                 cells.append(f"<td>{text}</td>")
         out.append(f'<tr><th scope="row">{html.escape(label)}</th>{"".join(cells)}</tr>')
-    out.append("</tbody></table></figure>")
+    out.append("</tbody></table>")
+    if table.kind == "weights":
+        out.append(f'<p class="how">{_how_to_read(table, digits)}</p>')
+    out.append("</figure>")
     return "".join(out)
+
+
+def _how_to_read(table: Table, digits: int) -> str:
+    """One entry of a weights table read out in words: visible, so no pointer or hover is needed."""
+    i, j = 0, min(1, len(table.col_labels) - 1)
+    row, key = html.escape(table.row_labels[i]), html.escape(table.col_labels[j])
+    return (f"How to read it: row {row}, column {key} is {format_number(table.matrix[i][j], digits)}, "
+            f"so token {row} takes that share of token {key}'s value. Each row sums to 1; the darker, the more.")
 
 
 def _step_number(line: str) -> Optional[int]:
@@ -190,7 +217,7 @@ def walkthrough_html(settings: Settings) -> str:
 
     Raises the library's own ValueError/ShapeError for settings it refuses.
 
-    >>> "<caption>weights, head 1 <span class=\\"shape\\">(5x5)</span></caption>" in walkthrough_html(Settings())
+    >>> '>weights, head 1 <span class="shape">(5x5)</span></figcaption>' in walkthrough_html(Settings())
     True
     """
     items: list[Union[str, Table]] = trace_items(settings)
@@ -198,6 +225,7 @@ def walkthrough_html(settings: Settings) -> str:
     body: list[str] = []
     open_tables = False
     in_section = False
+    tables = 0
 
     def close_tables() -> None:
         nonlocal open_tables
@@ -210,7 +238,8 @@ def walkthrough_html(settings: Settings) -> str:
             if not open_tables:
                 body.append('<div class="tables">')
                 open_tables = True
-            body.append(_table_html(item, settings.digits))
+            tables += 1
+            body.append(_table_html(item, settings.digits, f"table-{tables}"))
             continue
         line = item.strip()
         if not line:
@@ -239,7 +268,11 @@ def walkthrough_html(settings: Settings) -> str:
     if in_section:
         body.append("</section>")
     summary = "".join(f"<li>{html.escape(line)}</li>" for line in header[1:])  # header[0] is the CLI's title
-    return f'<ul class="summary">{summary}</ul>' + "\n".join(body)
+    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
+                         seed=settings.seed)
+    picture = (f'<div class="pipeline">{pipeline(ex).svg}<p class="explain">The whole layer with this '
+               "example's shapes; each head's weights drawn as a grid (darker = more weight).</p></div>")
+    return f'<ul class="summary">{summary}</ul>' + picture + "\n".join(body)
 
 
 def page_update(query: str) -> str:
@@ -262,9 +295,66 @@ def page_update(query: str) -> str:
 
 # === Building the site ===
 
-def _module_files() -> list[str]:
-    """The package's .py files, as paths relative to mha_lists/ ("core/matrix.py")."""
-    return sorted(path.relative_to(PACKAGE_DIR).as_posix() for path in PACKAGE_DIR.rglob("*.py"))
+def _module_of(path: str) -> str:
+    """ "tools/site.py" -> "mha_lists.tools.site"; "core/__init__.py" -> "mha_lists.core"."""
+    parts = ["mha_lists", *path[:-len(".py")].split("/")]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _file_of(module: str) -> Optional[str]:
+    """ "mha_lists.core.matrix" -> "core/matrix.py" (or the package's __init__.py); None if not ours."""
+    parts = module.split(".")
+    if parts[0] != "mha_lists":
+        return None
+    relative = "/".join(parts[1:])
+    for candidate in (f"{relative}.py", f"{relative}/__init__.py".lstrip("/")):
+        if (PACKAGE_DIR / candidate).is_file():
+            return candidate
+    return None
+
+
+def _imported_modules(path: str) -> set[str]:
+    """Every mha_lists module one file imports, anywhere in it (inside functions too), read with ast."""
+    tree = ast.parse((PACKAGE_DIR / path).read_text(encoding="utf-8"), filename=path)
+    package = _module_of(path) if path.endswith("__init__.py") else _module_of(path).rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)  # "from . import matrix"
+    return found
+
+
+def module_files(root: str = "tools/site.py") -> list[str]:
+    """The files Python runs to import ``root`` (paths under mha_lists/), found from the source with ast.
+
+    Importing a module runs its packages' ``__init__.py`` first, so those and what they
+    import are in. The page fetches exactly these; nothing else of the package.
+
+    >>> files = module_files()
+    >>> "tools/site.py" in files and "__init__.py" in files and "tools/bench.py" not in files
+    True
+    """
+    if not isinstance(root, str) or not root.endswith(".py") or not (PACKAGE_DIR / root).is_file():
+        raise ValueError(f"module_files: root must name a .py file under mha_lists/, like 'tools/site.py'; got {root!r}")
+    needed: set[str] = set()
+    todo = [root]
+    while todo:
+        path = todo.pop()
+        if path in needed:
+            continue
+        needed.add(path)
+        module = _module_of(path).split(".")
+        parents = [".".join(module[:n]) for n in range(1, len(module))]  # mha_lists, mha_lists.tools
+        for name in parents + sorted(_imported_modules(path)):
+            file = _file_of(name)
+            if file is not None:
+                todo.append(file)
+    return sorted(needed)
 
 
 def _json_for_script(value: object) -> str:
@@ -275,14 +365,21 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
     """Write the static page into outdir (created if missing); return the files written.
 
     ``pyodide_url`` is the folder holding pyodide.mjs, absolute or relative to the page.
+    Only the module files the page imports (``module_files()``) are written beside it.
+    Raises ValueError for bad arguments, OSError where outdir cannot be written.
     """
+    if not isinstance(outdir, (str, pathlib.Path)) or not str(outdir).strip():
+        raise ValueError(f"build_site: outdir must be a folder path, got {outdir!r}")
     if not isinstance(pyodide_url, str) or not pyodide_url.strip():
         raise ValueError("build_site: pyodide_url must be a non-empty URL of the folder holding pyodide.mjs")
+    out = pathlib.Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"build_site: outdir {str(outdir)!r} is a file, not a folder")
     if not pyodide_url.endswith("/"):
         pyodide_url += "/"
-    out = pathlib.Path(outdir)
+    files = module_files()
     written = []
-    for name in _module_files():
+    for name in files:
         (out / "mha_lists" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PACKAGE_DIR / name, out / "mha_lists" / name)
         written.append(out / "mha_lists" / name)
@@ -290,7 +387,7 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
         shutil.copyfile(SITE_FILES / name, out / name)
         written.append(out / name)
     settings = Settings()
-    config = {"pyodideUrl": pyodide_url, "pyodideVersion": PYODIDE_VERSION, "moduleFiles": _module_files(),
+    config = {"pyodideUrl": pyodide_url, "pyodideVersion": PYODIDE_VERSION, "moduleFiles": files,
               "defaults": settings._asdict(), "vocab": VOCAB}
     template = string.Template((SITE_FILES / "index.html").read_text(encoding="utf-8"))
     page = template.substitute(
@@ -299,29 +396,36 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
         command=html.escape(cli_command(settings)),
         sentence=html.escape(settings.sentence, quote=True),
         seed=settings.seed, heads=settings.heads, d_model=settings.d_model,
-        max_d_model=MAX_D_MODEL,
+        max_d_model=MAX_D_MODEL, max_tokens=MAX_TOKENS,
         vocab_buttons="".join(f'<button type="button" class="word" disabled>{html.escape(w)}</button>'
                               for w in VOCAB),
         pyodide_url=html.escape(pyodide_url, quote=True),
+        module_count=len(files),
     )
     (out / "index.html").write_text(page, encoding="utf-8")
     written.append(out / "index.html")
     return written
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = _Parser(prog="python -m mha_lists.tools.site",
-                     description="Build the static web page of the whole trace into OUTDIR.")
+    """The command: one line and exit code 2 for anything it cannot do, never a traceback."""
+    parser = OneLineErrorParser(prog="python -m mha_lists.tools.site",
+                                description="Build the static web page of the whole trace into OUTDIR.")
     parser.add_argument("outdir", help="folder to write index.html and its files into (created if missing)")
     parser.add_argument("--pyodide-url", default=PYODIDE_URL,
                         help=f"folder URL holding pyodide.mjs, absolute or relative to the page (default: {PYODIDE_URL})")
     args = parser.parse_args(argv)
-    written = build_site(args.outdir, args.pyodide_url)
+    if not args.pyodide_url.strip():
+        parser.error("--pyodide-url is empty; give the folder URL holding pyodide.mjs, e.g. pyodide/")
+    if not args.outdir.strip():
+        parser.error("OUTDIR is empty; give a folder to write the page into")
+    try:
+        written = build_site(args.outdir, args.pyodide_url)
+    except ValueError as error:
+        parser.error(str(error).removeprefix("build_site: "))
+    except OSError as error:
+        where = error.filename or args.outdir
+        parser.error(f"cannot write {where}: {error.strerror or error}")
     print(f"wrote {len(written)} files to {args.outdir}; open {pathlib.Path(args.outdir) / 'index.html'} "
           "through a web server (python -m http.server -d OUTDIR)")
     return 0

@@ -1,0 +1,61 @@
+"""The core a reader can hold: a small public surface, and a forward pass one can follow.
+
+These are counts, not timings (``python -m mha_lists.tools.bench`` prints the times).
+"""
+
+import ast
+import importlib
+import json
+import pathlib
+import pkgutil
+import re
+
+import mha_lists
+from mha_lists import causal_mask, multi_head_attention, running_example
+from mha_lists.tools.bench import count_calls
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODULES = [importlib.import_module(m.name) for m in pkgutil.walk_packages(mha_lists.__path__, "mha_lists.")]
+
+
+def exported_names() -> set[str]:
+    names = set(mha_lists.__all__)
+    for module in MODULES:
+        names |= set(getattr(module, "__all__", []))
+    return names
+
+
+def test_at_most_30_names_at_the_top_and_100_exported_in_all():
+    assert len(mha_lists.__all__) <= 30
+    assert len(exported_names()) <= 100
+
+
+def test_every_exported_name_is_used_by_a_notebook_the_docs_or_another_module():
+    texts = [p.read_text(encoding="utf-8") for p in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *ROOT.glob("docs/*.md")] if p.exists()]
+    for path in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("notebooks/exercises/*.ipynb")]:
+        texts.append("\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]))
+    for module in MODULES:
+        for name in getattr(module, "__all__", []):
+            others = [pathlib.Path(m.__file__).read_text(encoding="utf-8") for m in MODULES if m is not module]
+            pattern = re.compile(rf"\b{re.escape(name)}\b")
+            assert any(pattern.search(text) for text in texts + others), f"{module.__name__}.{name} is used nowhere"
+
+
+def test_imports_only_point_down():
+    layers = {"core": 0, "teaching": 1, "tools": 2}
+    for module in MODULES:
+        parts = module.__name__.split(".")
+        if len(parts) < 3:
+            continue
+        here = layers[parts[1]]
+        for node in ast.walk(ast.parse(pathlib.Path(module.__file__).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module:
+                assert layers[node.module.split(".")[0]] <= here, f"{module.__name__} imports {node.module}"
+
+
+def test_one_forward_pass_walks_at_most_60_calls_of_15_functions_in_4_files():
+    ex = running_example()
+    mask = causal_mask(len(ex.x))
+    calls, frames, functions, files = count_calls(lambda: multi_head_attention(ex.x, ex.weights, mask=mask))
+    assert calls <= 60 and functions <= 15 and files <= 4, (calls, functions, files)
+    assert frames > calls  # the doors are counted apart in frames
