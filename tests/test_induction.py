@@ -262,7 +262,7 @@ def test_paper_sheet_matches_the_module():
     assert [vocab[g] for g in guesses[4:]] == ["B", "C", "D"]
 
 
-# === The notebooks survive a learner's edit ===
+# === The notebooks survive a learner's edit (marked slow: they re-run whole notebooks) ===
 # Notebooks 18 and 19 build their example in one cell (``sequence = ...``, ``settings = ...``), not
 # with ``running_example``; their edits are run here, in-process (no kernel): every code cell, in
 # order, with one line of the example cell changed. Every check a cell prints must stay True.
@@ -285,6 +285,7 @@ def run_notebook(name, monkeypatch, changes):
     return out.getvalue()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes", [
     {},
     {'sequence = "A B C D A B C".split()': 'sequence = "B D A C D A".split()'},
@@ -298,6 +299,7 @@ def test_notebook_18_survives_a_learners_edit(monkeypatch, changes):
     assert text.count("wrong") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes", [
     {'run = "C A F E B"': 'run = "H G F"', "short_steps = 10": "short_steps = 3"},
     {"settings = Settings(seed=0)": "settings = Settings(seed=3, steps=6)", "short_steps = 10": "short_steps = 3"},

@@ -54,23 +54,21 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple, Optional
 
-from ..core.attention import MHAWeights, check_weights
-from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, reported_as
+from ..core.attention import MHAWeights
+from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, check_same_shapes
 from ..core.gradients import attention_backward
 from ..core.matrix import Matrix, add, concat_heads, matmul, scale, split_heads, transpose
 from ..core.softmax_and_masks import apply_mask, causal_mask, softmax_rows
 from .training import adam_step, cross_entropy
 from .weights import derive_rng
 
-__all__ = [
-    "InductionModel", "hand_built_model", "one_layer_model", "PARTS", "part_slices", "HAND_SCALE",
-    "init_model", "Settings", "check_settings", "make_sequence", "make_sequences", "repeat_targets", "first_half_targets",
-    "Trace", "LayerTrace", "forward", "predict", "model_gradients", "flatten", "unflatten",
-    "History", "train", "HeadScore", "head_scores", "repeat_accuracy", "succeeded", "token_names",
-    "LIMITS",
+__all__ = [  # what the notebooks import; the rest is documented in the map above
+    "hand_built_model", "one_layer_model", "part_slices", "token_names", "Settings", "init_model", "make_sequences",
+    "forward", "predict", "flatten", "train", "head_scores", "repeat_accuracy", "succeeded",
 ]
 
 # Sizes above these are refused with a message that names the limit, so nothing hangs.
@@ -119,17 +117,42 @@ def _check_model(func: str, model: object) -> tuple[int, int, int]:
     if not isinstance(model.layers, (list, tuple)) or len(model.layers) == 0:
         raise ShapeError(f"{func}: model.layers must be a non-empty list of MHAWeights (one per layer)")
     for layer, w in enumerate(model.layers):
-        dims = check_weights(f"{func}: layer {layer}", w)
-        if dims.d_model != d_model:
-            raise ShapeError(f"{func}: layer {layer} expects d_model = {dims.d_model} but the embeddings have {d_model}")
-        if dims.num_kv_heads != dims.num_heads or any(b is not None for b in w[4:]):
-            raise ValueError(f"{func}: layer {layer} must have one key/value head per query head and no biases")
+        _check_layer(func, f"model.layers[{layer}]", w, d_model)
     rows, cols = check_matrix(func, "model.W_U", model.W_U, finite=True)
     if (rows, cols) != (d_model, vocab_size):
         raise ShapeError(f"{func}: model.W_U is {rows}x{cols}; it must be (d_model, vocab_size) = {d_model}x{vocab_size}")
     if model.scale is not None:
         check_number(func, "model.scale", model.scale, positive=True)
     return vocab_size, d_model, positions
+
+
+def _check_layer(func: str, name: str, w: object, d_model: int) -> None:
+    """One layer: an MHAWeights of h heads, W_Q and W_K (d_model, d_k), W_V (d_model, d_v), W_O (h d_v, d_model)."""
+    if not isinstance(w, MHAWeights):
+        raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(w).__name__}")
+    if any(b is not None for b in w[4:]):
+        raise ValueError(f"{func}: {name} has biases; this model has none")
+    shapes = [check_same_shapes(func, f"{name}.{part}", getattr(w, part), finite=True) for part in ("W_Q", "W_K", "W_V")]
+    (h, rows_q, d_k), (h_k, rows_k, d_k2), (h_v, rows_v, d_v) = shapes
+    if {h, h_k, h_v} != {h} or {rows_q, rows_k, rows_v} != {d_model} or d_k2 != d_k:
+        raise ShapeError(
+            f"{func}: {name} has W_Q {h}x{rows_q}x{d_k}, W_K {h_k}x{rows_k}x{d_k2}, W_V {h_v}x{rows_v}x{d_v} "
+            f"(heads x rows x columns); every head needs d_model = {d_model} rows, W_Q and W_K the same width")
+    if check_matrix(func, f"{name}.W_O", w.W_O, finite=True) != (h * d_v, d_model):
+        raise ShapeError(f"{func}: {name}.W_O is {len(w.W_O)}x{len(w.W_O[0])}; it must be (num_heads * d_v) x "
+                         f"d_model = {h * d_v}x{d_model}")
+
+
+@contextmanager
+def _reported_as(func: str) -> Iterator[None]:
+    """An error of an inner step (a sum that overflowed float64) reported under the public function's name."""
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        inner, sep, rest = str(error).partition(": ")
+        if not sep or inner == func or " " in inner:
+            raise
+        raise type(error)(f"{func}: {rest}") from None
 
 
 def _scale_of(model: InductionModel, w: MHAWeights) -> float:
@@ -456,7 +479,7 @@ def _check_ids(func: str, model: InductionModel, ids: object) -> None:
 def forward(model: InductionModel, ids: Sequence[int]) -> Trace:
     """Every intermediate when the model reads ids (T,), T at most the model's positions."""
     _check_ids("forward", model, ids)
-    with reported_as("forward"):
+    with _reported_as("forward"):
         return _forward(model, ids)
 
 
@@ -492,7 +515,7 @@ def predict(model: InductionModel, ids: Sequence[int]) -> list[int]:
     [1, 2, 3]
     """
     _check_ids("predict", model, ids)
-    with reported_as("predict"):
+    with _reported_as("predict"):
         logits = _forward(model, ids).logits
     return [row.index(max(row)) for row in logits]
 
@@ -518,7 +541,7 @@ def model_gradients(model: InductionModel, seq: Sequence[int]) -> tuple[float, I
     func = "model_gradients"
     vocab_size, _, positions = _check_model(func, model)
     _check_sequence(func, seq, vocab_size, positions, "seq")
-    with reported_as(func):
+    with _reported_as(func):
         loss, grads, _ = _model_gradients(model, seq)
     return loss, grads
 
@@ -666,7 +689,7 @@ def train(settings: Settings, *, progress: Optional[Callable[[int, History], Non
         total = sum(len(seq) // 2 - 1 for seq in batch)
         share = [(len(seq) // 2 - 1) / total for seq in batch]
         losses, firsts, grads, traces = [], [], [], []
-        with reported_as(func):
+        with _reported_as(func):
             for seq, w in zip(batch, share):
                 loss, g, fwd = _model_gradients(current, seq)
                 losses.append(w * loss)
@@ -737,7 +760,7 @@ def head_scores(model: InductionModel, sequences: Sequence[Sequence[int]]) -> li
     func = "head_scores"
     _check_sequences(func, model, sequences)
     per_seq = []
-    with reported_as(func):
+    with _reported_as(func):
         for seq in sequences:
             L = len(seq) // 2
             per_seq.append(_sequence_scores(_forward(model, seq[:2 * L - 1]), L))
@@ -758,7 +781,7 @@ def repeat_accuracy(model: InductionModel, sequences: Sequence[Sequence[int]]) -
     right, total = 0, 0
     for seq in sequences:
         L = len(seq) // 2
-        with reported_as(func):
+        with _reported_as(func):
             logits = _forward(model, seq[:2 * L - 1]).logits
         for i in range(L, 2 * L - 1):
             row = logits[i]

@@ -26,6 +26,8 @@ from ..teaching.induction import (LIMITS, History, InductionModel, Settings, che
                                   init_model, make_sequences, repeat_accuracy, train, unflatten)
 from .cli import OneLineErrorParser
 
+__all__ = ["load_run"]  # what notebook 19 imports
+
 HELD_OUT = 200  # held-out sequences for the scores and the accuracy
 FORMAT = "mha-lists induction run 1"
 
