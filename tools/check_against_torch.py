@@ -18,7 +18,13 @@ differentiates sum(output * grad_output) with respect to x, the context and
 every weight and bias, and each gradient is compared with
 ``multi_head_attention_backward``.
 
-Exits 1 if any output differs by more than 1e-12 or any gradient by more than 1e-9.
+Last, the two-layer attention-only model of ``mha_lists.teaching.induction``
+(notebooks 18 and 19): PyTorch autograd differentiates its cross-entropy on the
+repeated half through both layers, the residual stream, the positions and the
+unembedding, and every gradient is compared with ``model_gradients``.
+
+Exits 1 if any output differs by more than 1e-12, any gradient of one layer by
+more than 1e-9, or any gradient of the two-layer model by more than 1e-12.
 """
 
 import math
@@ -33,6 +39,7 @@ from mha_lists.teaching.display import format_number
 from mha_lists.core.gradients import multi_head_attention_backward
 from mha_lists.core.attention import kv_head_for
 from mha_lists.teaching.block import dropout, layer_norm
+from mha_lists.teaching import induction
 from mha_lists.teaching.torch_init import linear_bound, mha_in_proj_bound, xavier_uniform_bound
 from mha_lists.teaching.weights import derive_rng
 
@@ -210,7 +217,60 @@ def main():
         grads_ok &= case_ok
         worst = max(worst, case_worst)
     print(f"all gradients within 1e-9: {grads_ok} (largest difference {worst:.1e})")
-    return 0 if ok and grads_ok else 1
+    induction_ok = check_induction()
+    return 0 if ok and grads_ok and induction_ok else 1
+
+
+def torch_induction_loss(params, model, seq):
+    """The loss of ``induction.model_gradients`` written with torch: x_0 = E_tok[ids]; per layer
+    Q, K from x (+ E_pos in layer 0), V from x, causal softmax, x += concat W_O; logits = x W_U."""
+    E_tok, E_pos, layers, W_U = params
+    L = len(seq) // 2
+    ids, T = seq[:2 * L - 1], 2 * L - 1
+    x = E_tok[torch.tensor(ids)]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    for n, (W_Q, W_K, W_V, W_O) in enumerate(layers):
+        qk = x + E_pos[:T] if n == 0 else x
+        heads = []
+        for Wq, Wk, Wv in zip(W_Q, W_K, W_V):
+            scale = model.scale if model.scale is not None else 1 / math.sqrt(Wq.shape[1])
+            S = ((qk @ Wq) @ (qk @ Wk).T * scale).masked_fill(future, float("-inf"))
+            heads.append(torch.softmax(S, dim=-1) @ (x @ Wv))
+        x = x + torch.cat(heads, dim=-1) @ W_O
+    logits = x @ W_U
+    return F.cross_entropy(logits[L:2 * L - 1], torch.tensor(seq[L + 1:]))
+
+
+def check_induction():
+    """Two-layer gradients (induction.model_gradients) against autograd, within 1e-12."""
+    print("two-layer attention-only model (teaching.induction): model_gradients against PyTorch autograd")
+    cases = [
+        ("random init, 2 layers of 2 heads, run of 4", induction.init_model(
+            induction.Settings(vocab_size=6, d_model=8, num_heads=2, max_len=5, seed=4)), [3, 0, 5, 1, 3, 0, 5, 1]),
+        ("random init, 3 layers of 4 heads, run of 6", induction.init_model(
+            induction.Settings(vocab_size=8, d_model=8, num_heads=4, num_layers=3, max_len=6, seed=9)),
+         [7, 2, 0, 6, 4, 1, 7, 2, 0, 6, 4, 1]),
+        ("hand-built (scale 5), run of 3", induction.hand_built_model(4, 5), [2, 0, 3, 2, 0, 3]),
+    ]
+    ok, worst = True, 0.0
+    for name, model, seq in cases:
+        loss, grads = induction.model_gradients(model, seq)
+        leaf = lambda M: t(M).requires_grad_(True)  # noqa: E731
+        params = (leaf(model.token_embeddings), leaf(model.position_embeddings),
+                  [([leaf(M) for M in w.W_Q], [leaf(M) for M in w.W_K], [leaf(M) for M in w.W_V], leaf(w.W_O))
+                   for w in model.layers], leaf(model.W_U))
+        theirs = torch_induction_loss(params, model, seq)
+        theirs.backward()
+        E_tok, E_pos, layers, W_U = params
+        pairs = [(grads.token_embeddings, E_tok), (grads.position_embeddings, E_pos), (grads.W_U, W_U)]
+        for g, (W_Q, W_K, W_V, W_O) in zip(grads.layers, layers):
+            pairs += list(zip(g.W_Q, W_Q)) + list(zip(g.W_K, W_K)) + list(zip(g.W_V, W_V)) + [(g.W_O, W_O)]
+        diff = max(abs(loss - theirs.item()), *((t(ours) - p.grad).abs().max().item() for ours, p in pairs))
+        worst = max(worst, diff)
+        ok &= diff <= 1e-12
+        print(f"  {name:55s} max |diff| (loss and every gradient) = {diff:.1e}")
+    print(f"two-layer gradients within 1e-12: {ok} (largest difference {worst:.1e})")
+    return ok
 
 
 def check_block_and_init(ex):

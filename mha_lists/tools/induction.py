@@ -1,0 +1,155 @@
+"""``python -m mha_lists.tools.induction``: train a two-layer attention-only model until induction heads form.
+
+Trains ``mha_lists.teaching.induction`` from random parameters on runs of
+distinct tokens followed by their repeat, then prints, last, one line per head
+
+    layer L head H: previous-token X.XX, induction Y.YY
+
+(scores on held-out sequences) and the accuracy on their repeated halves.
+While it trains, one line on stderr, rewritten in place, shows the step, the
+loss on the repeated half and the best two scores of the current batch
+(``--quiet`` turns it off).
+
+``--save FILE`` writes the run (settings, every parameter, the per-step
+history) as JSON; ``--check FILE`` trains again and says whether the result is
+the same, bit for bit (exit 1 if not). Notebook 19 loads such a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, TextIO
+
+from ..teaching.induction import (LIMITS, History, InductionModel, Settings, check_settings, flatten, head_scores,
+                                  init_model, make_sequences, repeat_accuracy, train, unflatten)
+from .cli import OneLineErrorParser
+
+__all__ = ["load_run"]  # what notebook 19 imports
+
+HELD_OUT = 200  # held-out sequences for the scores and the accuracy
+FORMAT = "mha-lists induction run 1"
+
+
+def _steps(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= LIMITS["steps"]:
+        raise argparse.ArgumentTypeError(f"{value} must be 1 to {LIMITS['steps']}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    default = Settings()
+    parser = OneLineErrorParser(
+        prog="python -m mha_lists.tools.induction",
+        description="Train a two-layer attention-only model on repeated runs; print each head's scores.",
+    )
+    parser.add_argument("--seed", type=_seed, default=default.seed, help=f"seed of every random draw (default {default.seed})")
+    parser.add_argument("--steps", type=_steps, default=default.steps,
+                        help=f"Adam steps, 1 to {LIMITS['steps']} (default {default.steps})")
+    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.add_argument("--save", metavar="FILE", help="write the run (settings, parameters, history) as JSON")
+    parser.add_argument("--check", metavar="FILE", help="train and compare with a saved run, bit for bit")
+    return parser
+
+
+# === Saving a run ===
+
+
+def run_to_json(settings: Settings, model: InductionModel, history: History) -> str:
+    """The run as JSON text; floats are written with repr, so reading them back gives the same bits."""
+    check_settings("run_to_json", settings)
+    return json.dumps({"format": FORMAT, "settings": settings._asdict(), "parameters": flatten(model),
+                       "history": history._asdict()}, indent=0) + "\n"
+
+
+def run_from_json(text: str) -> tuple[Settings, InductionModel, History]:
+    """Read what ``run_to_json`` wrote: settings, the trained model, its History."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"run_from_json: not a saved run ({error})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"run_from_json: not a saved run (no \"format\": \"{FORMAT}\")")
+    settings = check_settings("run_from_json", Settings(**data["settings"]))
+    model = unflatten(data["parameters"], init_model(settings))
+    return settings, model, History(**data["history"])
+
+
+def load_run(path: str) -> tuple[Settings, InductionModel, History]:
+    """``run_from_json`` of the file at ``path``."""
+    with open(path, encoding="utf-8") as f:
+        return run_from_json(f.read())
+
+
+# === Reporting ===
+
+
+def report_lines(model: InductionModel, settings: Settings) -> list[str]:
+    """One line per head, then the accuracy, all on ``HELD_OUT`` held-out sequences."""
+    held_out = make_sequences(HELD_OUT, settings, "held-out")
+    lines = [f"layer {s.layer} head {s.head}: previous-token {s.previous_token:.2f}, induction {s.induction:.2f}"
+             for s in head_scores(model, held_out)]
+    accuracy = repeat_accuracy(model, held_out)
+    lines.append(f"accuracy on the repeated halves: {accuracy:.2f} ({HELD_OUT} held-out sequences)")
+    return lines
+
+
+def progress_printer(stream: TextIO, steps: int):
+    """A ``progress`` function for ``train`` that rewrites one line on ``stream``: the step, the batch's
+    loss on the repeated half, its best layer-0 previous-token and best last-layer induction score."""
+    def show(step: int, history: History) -> None:
+        # Under 80 columns, padded so a shorter line covers a longer one before it.
+        line = (f"step {step}/{steps}  loss (repeat) {history.repeat_loss[-1]:.3f}  "
+                f"previous-token {history.previous_token[-1]:.2f}  induction {history.induction[-1]:.2f}")
+        stream.write("\r" + line.ljust(72))
+        if step == steps:
+            stream.write("\n")
+        stream.flush()
+    return show
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.save and args.check:
+        parser.error("give --save or --check, not both")
+    settings = Settings(seed=args.seed, steps=args.steps)
+    progress = None if args.quiet else progress_printer(sys.stderr, settings.steps)
+    if args.check:
+        try:
+            saved = load_run(args.check)
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            print(f"{parser.prog}: error: cannot read {args.check}: {error}", file=sys.stderr)
+            return 2
+        settings = saved[0]
+        progress = None if args.quiet else progress_printer(sys.stderr, settings.steps)
+    model, history = train(settings, progress=progress)
+    print(f"trained {settings.steps} steps, seed {settings.seed}: loss on the repeated half "
+          f"{history.repeat_loss[0]:.3f} -> {history.repeat_loss[-1]:.3f}")
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as f:
+            f.write(run_to_json(settings, model, history))
+        print(f"saved to {args.save}")
+    for line in report_lines(model, settings):
+        print(line)
+    if args.check:
+        same = run_to_json(settings, model, history) == run_to_json(*saved)
+        print(f"same as {args.check}, bit for bit: {same}")
+        return 0 if same else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
