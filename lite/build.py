@@ -139,6 +139,8 @@ def stage_contents(content: pathlib.Path) -> None:
     content.mkdir(parents=True, exist_ok=True)
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copyfile(notebook, content / notebook.name)
+    for data in sorted((ROOT / "notebooks").glob("*.json")):  # what a notebook loads (19's saved run)
+        shutil.copyfile(data, content / data.name)
     subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "student-copies", str(content / "exercises")],
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     for notebook in sorted(content.rglob("*.ipynb")):

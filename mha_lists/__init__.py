@@ -20,10 +20,10 @@ teaching/   around it: the examples the notebooks use and the topics beyond one 
             (init_mha_weights, parameter_count), display.py (print_matrix, heatmaps),
             pictures.py (SVG drawn from the live numbers),
             strided.py, cost.py, torch_init.py, block.py, decoding.py (decode_step),
-            training.py
+            training.py, induction.py
 tools/      apart: commands, ``python -m mha_lists.tools.NAME``
             cli.py (``python -m mha_lists``), site.py, worksheet.py, exercises.py,
-            bench.py
+            bench.py, induction.py
 
 The names below are the ones the core notebooks use; everything else is imported
 from its file (``from mha_lists.teaching.strided import view``).

@@ -26,7 +26,9 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# Notebooks 18 and 19 (induction heads) build their own model from a sequence and Settings, not
+# from running_example; their learner's edits are tested in tests/test_induction.py.
+NOTEBOOKS = [path for path in sorted((ROOT / "notebooks").glob("*.ipynb")) if not path.name.startswith(("18_", "19_"))]
 VARIANTS = {
     "seed7-4heads": {"seed": 7, "num_heads": 4},
     "another-sentence": {"sentence": "<BOS> I like transformers like I <EOS>"},

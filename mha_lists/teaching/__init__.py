@@ -14,5 +14,6 @@ torch_init.py              PyTorch's default initialisation
 block.py                   LayerNorm and dropout, around attention
 decoding.py                one token at a time: the KV cache
 training.py                a toy model that learns (cross-entropy, Adam)
+induction.py               two layers of heads: an induction head, by hand and learned
 =========================  ====================================================
 """

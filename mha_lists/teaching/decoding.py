@@ -14,7 +14,7 @@ from ..core.attention import Dims, MHAWeights, each_head, linear, project_heads
 from ..core.checks import ShapeError, check_matrix, checked
 from ..core.matrix import Matrix, Vector, concat_heads
 
-__all__ = ["decode_step", "KVCache"]
+__all__ = ["decode_step"]
 
 
 class KVCache(NamedTuple):

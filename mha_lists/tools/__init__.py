@@ -7,5 +7,6 @@ site.py, site_files/       the trace as a web page that computes in the browser
 worksheet.py               a worksheet and answer key per student
 exercises.py               nbgrader-style exercises: student copies, scoring
 bench.py                   how fast pure-Python attention is
+induction.py               train an induction head from scratch, and report its heads
 =========================  ====================================================
 """
