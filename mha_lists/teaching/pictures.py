@@ -31,6 +31,7 @@ from typing import Optional, Union
 from ..core.attention import attention_trace
 from ..core.checks import ShapeError, check_int, check_matrix, check_vector, describe, is_number
 from ..core.matrix import Matrix, Vector
+from ..core.softmax_and_masks import Mask, check_mask
 from .example import Example, running_example
 
 __all__ = ["pipeline", "attention_lines", "query_key_arrows", "line_chart"]
@@ -161,8 +162,10 @@ def _check_labels(func: str, name: str, labels: object, count: Optional[int] = N
 # === The pipeline ===
 
 
-def pipeline(ex: Example) -> Picture:
+def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:
     """The layer from X to the output, with ``ex``'s shapes and each head's attention weights drawn.
+
+    ``mask`` (T, T), True where a query may attend to a key, is the one the weights are drawn with.
 
     Columns, left to right: X (T, d_model); per head Q, K, V (T, d_k); the scores
     Q K^T / sqrt(d_k) (T, T); the weights, drawn as a T x T grid of grey cells
@@ -179,7 +182,9 @@ def pipeline(ex: Example) -> Picture:
     if ex.seq_len > MAX_TOKENS:
         raise ShapeError(f"{func}: the sentence has {ex.seq_len} tokens; at most {MAX_TOKENS} fit in one picture "
                          "(MAX_TOKENS)")
-    trace = attention_trace(ex.x, ex.weights)
+    if mask is not None:
+        check_mask(func, "mask", mask, (ex.seq_len, ex.seq_len))
+    trace = attention_trace(ex.x, ex.weights, mask=mask)
     T, d_model, H, d_k, d_v = ex.seq_len, ex.d_model, ex.num_heads, ex.d_k, ex.d_v
     T_k = len(trace.K[0])
     x_shape, qk_shape, v_shape = f"{T}×{d_model}", f"{T}×{d_k}", f"{T_k}×{d_v}"

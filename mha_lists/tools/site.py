@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, urlencode
 from .cli import OneLineErrorParser, Table, trace_items
 from ..teaching.display import format_number
 from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
+from ..core.softmax_and_masks import causal_mask
 from ..teaching.pictures import pipeline
 
 __all__ = []
@@ -270,8 +271,9 @@ def walkthrough_html(settings: Settings) -> str:
     summary = "".join(f"<li>{html.escape(line)}</li>" for line in header[1:])  # header[0] is the CLI's title
     ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
                          seed=settings.seed)
-    picture = (f'<div class="pipeline">{pipeline(ex).svg}<p class="explain">The whole layer with this '
-               "example's shapes; each head's weights drawn as a grid (darker = more weight).</p></div>")
+    mask = causal_mask(len(ex.x)) if settings.causal else None
+    picture = (f'<div class="pipeline">{pipeline(ex, mask=mask).svg}<p class="explain">The whole layer with '
+               "this example's shapes; each head's weights drawn as a grid (darker = more weight).</p></div>")
     return f'<ul class="summary">{summary}</ul>' + picture + "\n".join(body)
 
 
