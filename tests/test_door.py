@@ -121,3 +121,83 @@ def test_weights_are_checked_whole_and_named():
         multi_head_attention([[1.0]], bad)
     with pytest.raises(ValueError, match=r"^multi_head_attention: weights\.W_V\[0\]\[0\]\[0\] is nan"):
         multi_head_attention([[1.0]], good._replace(W_V=[[[math.nan]]]))
+
+
+@checked(u="vector n", v="vector n")
+def two_vectors(u, v):
+    return len(u)
+
+
+@checked(x="matrix n d_model", weights="weights", why={"d_model": "{name} ({shape}) and {first} ({first_shape}) disagree"})
+def matrix_then_weights(x, weights):
+    return "fine"
+
+
+@checked(x="matrix n m")
+def no_result_check(x):
+    return [[INF]]
+
+
+@checked(x="matrix n m", finite_result=True)
+def overflowing(x):
+    return [[INF]]
+
+
+@checked(x="matrix n m")
+def calls_overflowing(x):
+    return overflowing(x)
+
+
+def test_the_default_rule_for_vectors_counts_entries():
+    with pytest.raises(ShapeError, match=r"^two_vectors: u has 2 entries and v has 3 entries; u's entries \(2\) must equal v's entries \(3\)$"):
+        two_vectors([1, 2], [1, 2, 3])
+
+
+def test_a_why_can_name_the_argument_met_first_and_the_weights():
+    weights = MHAWeights([[[1.0]]], [[[1.0]]], [[[1.0]]], [[1.0]])
+    assert matrix_then_weights([[1.0]], weights) == "fine"
+    with pytest.raises(ShapeError, match=r"^matrix_then_weights: weights \(weights\) and x \(1x2\) disagree$"):
+        matrix_then_weights([[1.0, 2.0]], weights)
+
+
+def test_results_are_looked_at_only_where_asked_and_only_from_outside():
+    assert no_result_check([[1.0]]) == [[INF]]
+    with pytest.raises(ValueError, match=r"^overflowing: the values are too large"):
+        overflowing([[1.0]])
+    assert calls_overflowing([[1.0]]) == [[INF]]  # inside, its result is trusted (no inside=True)
+
+
+def test_numbers_vectors_and_huge_ints_in_results_are_overflows_too():
+    from mha_lists import add, dot, decode_step, init_mha_weights
+    with pytest.raises(ValueError, match=r"^dot: the values are too large"):
+        dot([1e308, 1e308], [10, 10])
+    with pytest.raises(ValueError, match=r"^add: the values are too large"):
+        add([[10**308]], [[10**308]])
+    w = init_mha_weights(2, 1, seed=0)
+    big = w._replace(W_O=[[1e308, 1e308], [1e308, 1e308]])
+    with pytest.raises(ValueError, match=r"^decode_step: the values are too large"):
+        decode_step([1e10, 1e10], big)
+
+
+def test_multiply_adds_accepts_heads_that_divide_d_model():
+    assert multiply_adds(4, 12, 3) == {"Q": 4 * 12 * 12, "K": 4 * 12 * 12, "V": 4 * 12 * 12,
+                                        "scores": 3 * 4 * 4 * 4, "weighted_sum": 3 * 4 * 4 * 4, "W_O": 4 * 12 * 12}
+
+
+def test_the_backward_trace_keeps_a_copy_of_grad_output():
+    from mha_lists import init_mha_weights
+    from mha_lists.core.gradients import attention_backward_trace
+    G = [[1.0, 2.0], [3.0, 4.0]]
+    trace = attention_backward_trace([[1.0, 0.0], [0.0, 1.0]], init_mha_weights(2, 1, seed=0), G)
+    assert trace.grad_output == G and trace.grad_output is not G
+
+
+def test_all_numbers_is_the_fast_test_and_says_no_to_anything_else():
+    from mha_lists.core.checks import all_numbers
+    assert all_numbers([[[1.0, 2]], [[3.5]]]) is True
+    assert all_numbers([[[1.0, INF]]]) is True and all_numbers([[[1.0, INF]]], finite=True) is False
+    assert all_numbers([[[1.0, math.nan]]], finite=True) is False
+    assert all_numbers([[[10**400]]], finite=True) is False
+    for bad in ([], [[]], [[[]]], ([[1.0]],), [[(1.0,)]], [[[1.0, 2.0], [3.0]]], [[[True]]], [[["1"]]],
+                [[[None]]], [[[1.0]], "x"], [[[1.0]], [(2.0,)]]):
+        assert all_numbers(bad) is False, bad

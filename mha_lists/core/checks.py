@@ -30,7 +30,7 @@ number, positive number          a finite int or float; > 0
 bool                             True or False
 ===============================  ================================================
 
-A size can be a name (``T``) or a number (``1``). The helpers below
+A size is a name (``T``, ``d_k``). The helpers below
 (``check_matrix``, ``check_positive_int``, ...) are what the kinds run; code
 outside the core that checks by hand calls them, so every message reads alike.
 """
@@ -415,8 +415,7 @@ def _check_arguments(door: _Door, args: tuple, kwargs: dict) -> None:
         if value is None and rule.optional:
             continue
         if rule.kind.expects:
-            expected = tuple(sizes.get(s, sizes.get(door.same.get(s), int(s) if s.isdigit() else None))
-                             for s in rule.sizes)
+            expected = tuple(sizes.get(s, sizes.get(door.same.get(s))) for s in rule.sizes)
             found = rule.kind.check(func, rule.name, value, expected)
         else:
             found = rule.kind.check(func, rule.name, value)
@@ -428,25 +427,23 @@ def _check_arguments(door: _Door, args: tuple, kwargs: dict) -> None:
         named = ((s, n, "") for s, n in found.items()) if isinstance(found, dict) else \
             zip(rule.sizes, found, rule.kind.axes)
         for size, n, axis in named:
-            want = sizes.get(size, int(size) if size.isdigit() else None)
+            want = sizes.get(size)
             if want is None:
                 sizes[size] = n
                 first[size] = (rule.name, found, axis)
             elif n != want:
-                raise ShapeError(_disagree(func, door.why.get(rule.name) or door.why.get(size), first.get(size),
+                raise ShapeError(_disagree(func, door.why.get(rule.name) or door.why.get(size), first[size],
                                            rule.name, found, axis, n, want, sizes))
     if door.also is not None:
         door.also(func, values, sizes)
 
 
 def _finite(result: Any) -> bool:
-    """True when a number, a vector or a matrix has no inf or nan in it."""
+    """True when a number or a vector has no inf or nan in it (the door tests matrices itself)."""
     try:
         if not isinstance(result, list):
             return math.isfinite(result)
-        if not isinstance(result[0], list):
-            return all(map(math.isfinite, result))
-        return all(map(math.isfinite, chain.from_iterable(result)))
+        return all(map(math.isfinite, result))
     except OverflowError:  # an int too large for a float
         return False
 
@@ -455,11 +452,9 @@ def _shape(found: Any, name: str) -> str:
     return name if isinstance(found, dict) else describe(found)
 
 
-def _disagree(func: str, why: Optional[str], first: Optional[tuple], name: str, found: Any, axis: str,
+def _disagree(func: str, why: Optional[str], first: tuple, name: str, found: Any, axis: str,
               n: int, want: int, sizes: dict[str, int]) -> str:
     """The message for argument ``name`` (``found`` its sizes), one of which is ``n`` where ``want`` was met before."""
-    if first is None:  # a fixed number, such as "1"
-        return f"{func}: {_looks(name, found)}; its {axis} must be {want}"
     first_name, first_found, first_axis = first
     if why and "{" in why:
         return f"{func}: " + why.format(**sizes, name=name, shape=_shape(found, name), value=n, first=first_name,
