@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from . import matrix
-from .checks import (ShapeError, all_numbers, check_int, check_matrix, check_same_shapes, check_vector, checked,
+from .checks import (ShapeError, all_numbers, check_heads_divide, check_int, check_matrix, check_same_shapes, check_vector, checked,
                      kind)
 from .matrix import Matrix, Vector, add_row, concat_heads, matmul, transpose
 from .softmax_and_masks import Mask, apply_mask, softmax_rows
@@ -79,6 +79,11 @@ def _check_biases(func: str, name: str, biases: object, count: int, width: int) 
             )
 
 
+def _ungrouped_heads(func: str, h: int, g: int) -> ShapeError:
+    """The error for h query heads that do not fall into g equal groups, one per key/value head."""
+    return ShapeError(f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads")
+
+
 @kind("weights")
 def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -> Dims:
     """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes.
@@ -94,7 +99,8 @@ def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -
         all_numbers([*weights.W_Q, *weights.W_K, *weights.W_V, weights.W_O], finite=True)
     shapes = [{(len(M), len(M[0])) for M in group} for group in groups] if fine else []
     if fine and all(len(s) == 1 for s in shapes):
-        (h, g, g_v), ((d_model, d_k),), ((d_model_k, d_k_k),), ((d_model_v, d_v),) = map(len, groups), *shapes
+        h, g, g_v = map(len, groups)
+        (d_model, d_k), (d_model_k, d_k_k), (d_model_v, d_v) = (shape.pop() for shape in shapes)
     else:  # find the problem and name it
         fine = False
         h, d_model, d_k = check_same_shapes(func, "weights.W_Q", weights.W_Q, finite=True)
@@ -111,9 +117,7 @@ def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -
             f"{d_model_v}x{d_v}; keys and values need the same number of heads and d_model rows"
         )
     if h % g:
-        raise ShapeError(
-            f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
-        )
+        raise _ungrouped_heads(func, h, g)
     rows, cols = (len(weights.W_O), len(weights.W_O[0])) if fine else \
         check_matrix(func, "weights.W_O", weights.W_O, finite=True)
     if (rows, cols) != (h * d_v, d_model):
@@ -189,9 +193,7 @@ def attention(Q: Matrix, K: Matrix, V: Matrix, *, mask: Optional[Mask] = None,
 def _kv_heads_divide(func: str, arguments: dict, sizes: dict) -> None:
     h, g = sizes["num_heads"], sizes["num_kv_heads"]
     if h % g:
-        raise ShapeError(
-            f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads"
-        )
+        raise _ungrouped_heads(func, h, g)
     if arguments["step"] is not None and not callable(arguments["step"]):
         raise TypeError(f"{func}: step must be a function of (Q, K, V, ..., mask=, scale=), got {arguments['step']!r}")
     for t, extra in enumerate(arguments["per_head"]):
@@ -201,9 +203,7 @@ def _kv_heads_divide(func: str, arguments: dict, sizes: dict) -> None:
 
 @checked(Q="matrices num_heads T d_k", K="matrices num_kv_heads T_k d_k", V="matrices num_kv_heads T_k d_v",
          mask="optional mask T T_k", scale="optional positive number", also=_kv_heads_divide,
-         why={"d_k": "queries and keys must have the same width d_k to be multiplied",
-              "T_k": "there must be one value row per key row",
-              "num_kv_heads": "keys and values need the same number of heads"})
+         why=dict(ONE_HEAD_CONTRACT["why"], num_kv_heads="keys and values need the same number of heads"))
 def each_head(Q: list[Matrix], K: list[Matrix], V: list[Matrix], *, mask: Optional[Mask] = None,
               scale: Optional[float] = None, step: Optional[Callable] = None, per_head: Sequence = ()) -> list:
     """The head loop: ``attention_steps`` for every query head h, with the key/value head g it reads.
@@ -237,12 +237,8 @@ def default_scale(d_k: int, scale: Optional[float] = None) -> float:
 
 
 def _head_in_range(func: str, arguments: dict, sizes: dict) -> None:
-    num_heads, num_kv_heads = arguments["num_heads"], arguments["num_kv_heads"]
-    if num_heads % num_kv_heads:
-        raise ShapeError(
-            f"{func}: num_kv_heads {num_kv_heads} does not divide num_heads {num_heads}; "
-            "each key/value head must serve the same number of query heads"
-        )
+    num_heads = arguments["num_heads"]
+    check_heads_divide(func, num_heads, arguments["num_kv_heads"])
     h = check_int(func, "h", arguments["h"])
     if not 0 <= h < num_heads:
         raise ValueError(f"{func}: h is {h}; a query head is numbered 0 to {num_heads - 1}")

@@ -221,6 +221,15 @@ def check_same_shapes(func: str, name: str, mats: object, *, finite: bool = Fals
     return len(mats), shapes[0][0], shapes[0][1]
 
 
+def check_heads_divide(func: str, num_heads: int, num_kv_heads: int) -> None:
+    """Each key/value head must serve the same number of query heads: num_kv_heads divides num_heads."""
+    if num_heads % num_kv_heads:
+        raise ShapeError(
+            f"{func}: num_kv_heads {num_kv_heads} does not divide num_heads {num_heads}; "
+            "each key/value head must serve the same number of query heads"
+        )
+
+
 def too_large(func: str) -> ValueError:
     """The error for a sum or product that left float64's range (about 1.8e308)."""
     return ValueError(

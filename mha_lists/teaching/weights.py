@@ -20,7 +20,7 @@ import random
 from typing import NamedTuple, Optional
 
 from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_positive_int,
-                           check_same_shapes, check_vector, checked)
+                           check_same_shapes, check_vector, checked, check_heads_divide)
 from ..core.attention import MHAWeights, check_weights
 from ..core.matrix import Matrix, Vector
 
@@ -144,11 +144,7 @@ def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed:
     d_k = d_model // num_heads if d_k is None else check_positive_int(func, "d_k", d_k)
     d_v = d_model // num_heads if d_v is None else check_positive_int(func, "d_v", d_v)
     g = num_heads if num_kv_heads is None else check_positive_int(func, "num_kv_heads", num_kv_heads)
-    if num_heads % g:
-        raise ShapeError(
-            f"{func}: num_kv_heads {g} does not divide num_heads {num_heads}; "
-            "each key/value head must serve the same number of query heads"
-        )
+    check_heads_divide(func, num_heads, g)
     if init not in INIT_SCHEMES:
         raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
     if init == "gpt2":
