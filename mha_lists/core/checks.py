@@ -207,17 +207,22 @@ def check_number(func: str, name: str, value: object, *, positive: bool = False)
     return value
 
 
-def check_same_shapes(func: str, name: str, mats: object, *, finite: bool = False) -> tuple[int, int, int]:
-    """Check a non-empty list of per-head matrices that must share one shape; return (count, rows, cols)."""
+def check_same_shapes(func: str, name: str, mats: object, *, finite: bool = False, check: Optional[Callable] = None,
+                      empty: Optional[str] = None, rule: str = "every head must have the same shape") -> tuple[int, int, int]:
+    """Check a non-empty list of matrices that must share one shape; return (count, rows, cols).
+
+    Each is checked with ``check(func, name, M)`` (default: ``check_matrix``, finite if asked).
+    ``empty`` and ``rule`` word the messages for what the list holds (per-head matrices by default).
+    """
     if not isinstance(mats, (list, tuple)) or len(mats) == 0:
-        raise ShapeError(f"{func}: {name} must be a non-empty list with one matrix per head")
-    shapes = [check_matrix(func, f"{name}[{h}]", M, finite=finite) for h, M in enumerate(mats)]
+        raise ShapeError(f"{func}: {empty or f'{name} must be a non-empty list with one matrix per head'}")
+    if check is None:
+        shapes = [check_matrix(func, f"{name}[{h}]", M, finite=finite) for h, M in enumerate(mats)]
+    else:
+        shapes = [check(func, f"{name}[{h}]", M) for h, M in enumerate(mats)]
     for h, s in enumerate(shapes):
         if s != shapes[0]:
-            raise ShapeError(
-                f"{func}: {name}[0] is {describe(shapes[0])} but {name}[{h}] is "
-                f"{describe(s)}; every head must have the same shape"
-            )
+            raise ShapeError(f"{func}: {name}[0] is {describe(shapes[0])} but {name}[{h}] is {describe(s)}; {rule}")
     return len(mats), shapes[0][0], shapes[0][1]
 
 

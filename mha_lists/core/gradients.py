@@ -43,7 +43,7 @@ from typing import NamedTuple, Optional
 
 from .attention import (LAYER_CONTRACT, ONE_HEAD_CONTRACT, AttentionTrace, MHAWeights, attention_steps,
                         attention_trace, default_scale, each_head)
-from .checks import ShapeError, check_matrix, checked, describe
+from .checks import check_same_shapes, checked
 from .matrix import Matrix, Vector, concat_heads, matmul, split_heads, transpose
 from .matrix import scale as scale_matrix  # the name ``scale`` is the attention scale here
 from .softmax_and_masks import Mask
@@ -90,16 +90,8 @@ def column_sums(M: Matrix) -> Vector:
 
 
 def _all_one_shape(func: str, arguments: dict, sizes: dict) -> None:
-    Ms = arguments["Ms"]
-    if not isinstance(Ms, (list, tuple)) or len(Ms) == 0:
-        raise ShapeError(f"{func}: Ms must be a non-empty list of matrices")
-    shapes = [check_matrix(func, f"Ms[{t}]", M) for t, M in enumerate(Ms)]
-    for t, s in enumerate(shapes):
-        if s != shapes[0]:
-            raise ShapeError(
-                f"{func}: Ms[0] is {describe(shapes[0])} but Ms[{t}] is {describe(s)}; "
-                "every matrix must have the same shape"
-            )
+    check_same_shapes(func, "Ms", arguments["Ms"], empty="Ms must be a non-empty list of matrices",
+                      rule="every matrix must have the same shape")
 
 
 @checked(also=_all_one_shape)

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Optional
 
-from .checks import ShapeError, check_int, check_positive_int, check_rows, check_vector, checked, describe, kind
+from .checks import (ShapeError, check_int, check_positive_int, check_rows, check_same_shapes, checked,
+                     describe, kind)
 from .matrix import Matrix, Vector
 
 Mask = list[list[bool]]
@@ -117,16 +118,8 @@ def length_mask(length: int, seq_len: int, *, num_queries: Optional[int] = None)
 
 
 def _masks_alike(func: str, arguments: dict, sizes: dict) -> None:
-    masks = arguments["masks"]
-    if not masks:
-        raise ValueError(f"{func}: give at least one mask")
-    shapes = [check_mask(func, f"masks[{t}]", M) for t, M in enumerate(masks)]
-    for t, s in enumerate(shapes):
-        if s != shapes[0]:
-            raise ShapeError(
-                f"{func}: masks[0] is {describe(shapes[0])} but masks[{t}] is "
-                f"{describe(s)}; masks must have the same shape"
-            )
+    check_same_shapes(func, "masks", arguments["masks"], check=check_mask, empty="give at least one mask",
+                      rule="masks must have the same shape")
 
 
 @checked(also=_masks_alike)

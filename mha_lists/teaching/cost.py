@@ -9,10 +9,7 @@ check the formula against real calls.
 
 from __future__ import annotations
 
-from typing import Optional
-
-from ..core.checks import ShapeError, check_positive_int
-from ..core.attention import multiply_adds
+from ..core.attention import multiply_adds  # noqa: F401  (the formula MultiplyAddCounter is checked against)
 from ..core.matrix import Matrix, matmul
 
 __all__ = ["MultiplyAddCounter"]

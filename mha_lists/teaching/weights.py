@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 import random
-from typing import NamedTuple, Optional
+from typing import Optional
 
-from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_positive_int,
-                           check_same_shapes, check_vector, checked, check_heads_divide)
-from ..core.attention import MHAWeights, check_weights
-from ..core.matrix import Matrix, Vector
+from ..core.attention import MHAWeights, check_weights  # noqa: F401  (check_weights: where it used to be)
+from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_int, check_number, check_positive_int,
+                           checked)
+from ..core.matrix import Matrix
 
 __all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count"]
 
