@@ -249,37 +249,31 @@ def _nbgrader(cell: dict) -> dict:
 
 def _clear_solution(source: str, where: str) -> str:
     """Replace each BEGIN/END SOLUTION region by the stub, at the BEGIN line's indentation."""
-    lines, out, inside = source.split("\n"), [], False
-    for line in lines:
-        if BEGIN in line:
-            if inside:
-                raise ValueError(f"student_copy: {where} has a BEGIN SOLUTION inside another")
-            inside = True
-            indent = re.match(r"\s*", line).group(0)
-            out += [indent + stub for stub in CODE_STUB.split("\n")]
-        elif END in line:
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise ValueError(f"student_copy: {where} has a BEGIN SOLUTION without its END SOLUTION")
-    return "\n".join(out)
+    return _clear_regions(source, where, BEGIN, END, CODE_STUB.split("\n"))
 
 
 def _clear_hidden(source: str, where: str) -> str:
     """Remove each BEGIN/END HIDDEN TESTS region, marker lines included, as nbgrader does."""
+    return _clear_regions(source, where, HIDDEN_BEGIN, HIDDEN_END, [])
+
+
+def _clear_regions(source: str, where: str, begin: str, end: str, replacement: list[str]) -> str:
+    """Cut every region from a ``begin`` line to an ``end`` line; put ``replacement`` (indented like
+    the ``begin`` line) where each was."""
     out, inside = [], False
     for line in source.split("\n"):
-        if HIDDEN_BEGIN in line:
+        if begin in line:
             if inside:
-                raise ValueError(f"student_copy: {where} has a BEGIN HIDDEN TESTS inside another")
+                raise ValueError(f"student_copy: {where} has a {begin} inside another")
             inside = True
-        elif HIDDEN_END in line:
+            indent = re.match(r"\s*", line).group(0)
+            out += [indent + stub for stub in replacement]
+        elif end in line:
             inside = False
         elif not inside:
             out.append(line)
     if inside:
-        raise ValueError(f"student_copy: {where} has a BEGIN HIDDEN TESTS without its END HIDDEN TESTS")
+        raise ValueError(f"student_copy: {where} has a {begin} without its {end}")
     return "\n".join(out)
 
 
