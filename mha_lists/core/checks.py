@@ -28,6 +28,7 @@ weights                          an MHAWeights; names d_model, num_heads,
 int, positive int                an int (not a bool); >= 1
 number, positive number          a finite int or float; > 0
 bool                             True or False
+str                              a str
 ===============================  ================================================
 
 A size is a name (``T``, ``d_k``). The helpers below
@@ -183,6 +184,13 @@ def check_int(func: str, name: str, value: object) -> int:
     return value
 
 
+def check_str(func: str, name: str, value: object) -> str:
+    """Check a text (a sentence, a name, a label); return it."""
+    if not isinstance(value, str):
+        raise TypeError(f"{func}: {name} must be a str, got {value!r:.60} ({type(value).__name__})")
+    return value
+
+
 def check_bool(func: str, name: str, value: object) -> bool:
     """Check a switch: True or False, not 1 or "yes"; return it."""
     if not isinstance(value, bool):
@@ -285,6 +293,7 @@ KINDS["positive int"] = _Kind(check_positive_int, ())
 KINDS["number"] = _Kind(check_number, ())
 KINDS["positive number"] = _Kind(functools.partial(check_number, positive=True), ())
 KINDS["bool"] = _Kind(check_bool, ())
+KINDS["str"] = _Kind(check_str, ())
 
 
 class _Rule(NamedTuple):
