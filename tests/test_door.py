@@ -201,3 +201,40 @@ def test_all_numbers_is_the_fast_test_and_says_no_to_anything_else():
     for bad in ([], [[]], [[[]]], ([[1.0]],), [[(1.0,)]], [[[1.0, 2.0], [3.0]]], [[[True]]], [[["1"]]],
                 [[[None]]], [[[1.0]], "x"], [[[1.0]], [(2.0,)]]):
         assert all_numbers(bad) is False, bad
+
+
+def test_weights_are_checked_again_after_any_change_in_place():
+    from mha_lists import init_mha_weights, multi_head_attention
+    w = init_mha_weights(4, 2, seed=3)
+    x = [[1.0, 0.5, -0.5, 0.25], [0.0, 1.0, 2.0, -1.0]]
+    multi_head_attention(x, w)  # checked once, remembered
+    w.W_K[1][2][0] = math.nan  # one number, deep inside, changed in place
+    with pytest.raises(ValueError, match=r"^multi_head_attention: weights\.W_K\[1\]\[2\]\[0\] is nan; entries must be finite"):
+        multi_head_attention(x, w)
+    w.W_K[1][2][0] = True
+    with pytest.raises(TypeError, match=r"^multi_head_attention: weights\.W_K\[1\]\[2\]\[0\] is True"):
+        multi_head_attention(x, w)
+    w.W_K[1][2][0] = 0.5
+    before = multi_head_attention(x, w)
+    w.W_O.append([1.0, 2.0, 3.0, 4.0])  # a row too many
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: W_O is 5x4"):
+        multi_head_attention(x, w)
+    w.W_O.pop()
+    last = w.W_Q[0][0].pop()  # a ragged head
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: weights\.W_Q\[0\] is ragged"):
+        multi_head_attention(x, w)
+    w.W_Q[0][0].append(last)
+    assert multi_head_attention(x, w) == before  # the weights as they were: the same bits
+    b = w._replace(b_O=[0.0, 0.0, 0.0, 0.0])
+    multi_head_attention(x, b)
+    b.b_O[3] = math.inf
+    with pytest.raises(ValueError, match=r"^multi_head_attention: weights\.b_O\[3\] is inf"):
+        multi_head_attention(x, b)
+
+
+def test_equal_weights_in_another_object_give_the_same_bits():
+    from mha_lists import init_mha_weights, multi_head_attention
+    w = init_mha_weights(4, 2, seed=3)
+    x = [[1.0, 0.5, -0.5, 0.25], [0.0, 1.0, 2.0, -1.0]]
+    copy = MHAWeights(*[[[list(row) for row in M] for M in group] for group in w[:3]], [list(r) for r in w.W_O])
+    assert multi_head_attention(x, w) == multi_head_attention(x, copy) == multi_head_attention(x, w)

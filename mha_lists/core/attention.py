@@ -84,15 +84,48 @@ def _ungrouped_heads(func: str, h: int, g: int) -> ShapeError:
     return ShapeError(f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads")
 
 
+class _Checked(NamedTuple):
+    """The weights checked last, a copy of every list in them (the same numbers), and their sizes."""
+
+    weights: MHAWeights
+    copy: tuple
+    dims: Dims
+
+
+_last_checked: list[Optional[_Checked]] = [None]
+
+
+def _copy_lists(value: object) -> object:
+    """A copy of every list and tuple in ``value``, down to the numbers, which are shared."""
+    if isinstance(value, (list, tuple)):
+        return [_copy_lists(item) for item in value] if isinstance(value, list) else tuple(map(_copy_lists, value))
+    return value
+
+
 @kind("weights")
 def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -> Dims:
     """Check every shape in ``weights`` against the others, and every entry is finite; return the sizes.
 
     It is the "weights" kind of ``checked``: the sizes it returns are named d_model,
     num_heads, num_kv_heads, d_k and d_v.
+
+    The same weights are checked once: when they come back with every list still
+    equal to a copy taken when they passed, nothing in them changed, and their
+    sizes are known. (Comparing the copy runs in C and costs a tenth of checking
+    again; a learner who changes one number changes a list, and the next call
+    checks everything. The numbers in the copy are the weights' own objects.)
     """
     if not isinstance(weights, MHAWeights):
         raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")
+    last = _last_checked[0]
+    if last is not None and last.weights is weights and tuple(weights) == last.copy:
+        return last.dims
+    dims = _check_every_entry(func, weights)
+    _last_checked[0] = _Checked(weights, _copy_lists(tuple(weights)), dims)
+    return dims
+
+
+def _check_every_entry(func: str, weights: MHAWeights) -> Dims:
     groups = (weights.W_Q, weights.W_K, weights.W_V)
     # Usually every entry is a finite number and each group's heads share one shape: tested in C.
     fine = all(type(group) is list and group for group in groups) and \
