@@ -360,8 +360,14 @@ def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = 
 
     def decorate(fn: Callable) -> Callable:  # pragma: no mutate
         # Runs once, when the module is imported; what a call does is in _through_door below.
-        door_of = _Door(fn, fn.__name__, inspect.signature(fn), rules, why or {}, same or {},  # pragma: no mutate
-                        also, finite_result, inside)  # pragma: no mutate
+        signature = inspect.signature(fn)  # pragma: no mutate
+        params = signature.parameters.values()  # pragma: no mutate
+        plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)  # pragma: no mutate
+        door_of = _Door(fn, fn.__name__, signature, rules, why or {}, same or {},  # pragma: no mutate
+                        also, finite_result, inside, plain,  # pragma: no mutate
+                        tuple(p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD),  # pragma: no mutate
+                        {p.name: p.default for p in params if p.default is not p.empty},  # pragma: no mutate
+                        frozenset(signature.parameters))  # pragma: no mutate
 
         @functools.wraps(fn)  # pragma: no mutate
         def door(*args: Any, **kwargs: Any) -> Any:  # pragma: no mutate
@@ -387,6 +393,10 @@ class _Door(NamedTuple):
     also: Optional[Callable]
     finite_result: Union[bool, Callable]
     inside: bool
+    plain: bool  # no positional-only, *args or **kwargs parameters: arguments can be named the quick way
+    positional: tuple[str, ...]  # the parameters an argument can fill by position, in order
+    defaults: dict[str, Any]
+    params: frozenset[str]  # every parameter's name
 
 
 def _through_door(door: _Door, args: tuple, kwargs: dict) -> Any:
@@ -425,12 +435,7 @@ def _through_door(door: _Door, args: tuple, kwargs: dict) -> Any:
 def _check_arguments(door: _Door, args: tuple, kwargs: dict) -> None:
     """Check each argument against its kind, and every size named twice against the first."""
     func = door.func
-    try:
-        arguments = door.signature.bind(*args, **kwargs)
-    except TypeError as error:
-        raise TypeError(f"{func}: {error}") from None
-    arguments.apply_defaults()
-    values = arguments.arguments
+    values = _named(door, args, kwargs)
     sizes: dict[str, int] = {}
     first: dict[str, tuple] = {}  # size name -> (argument, its sizes, axis) that named it
     for rule in door.rules:
@@ -459,6 +464,26 @@ def _check_arguments(door: _Door, args: tuple, kwargs: dict) -> None:
                                            rule.name, found, axis, n, want, sizes))
     if door.also is not None:
         door.also(func, values, sizes)
+
+
+def _named(door: _Door, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Every argument by its parameter's name, defaults filled in.
+
+    The quick way covers the usual call; anything else (a missing argument, an
+    unknown keyword, one given twice) goes to ``inspect``'s bind, which words the error.
+    """
+    if door.plain and len(args) <= len(door.positional) and kwargs.keys() <= door.params:
+        values = dict(zip(door.positional, args))
+        if not kwargs.keys() & values.keys():
+            values = {**door.defaults, **values, **kwargs}
+            if len(values) == len(door.params):
+                return values
+    try:
+        arguments = door.signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"{door.func}: {error}") from None
+    arguments.apply_defaults()
+    return arguments.arguments
 
 
 def _finite(result: Any) -> bool:

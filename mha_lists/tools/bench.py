@@ -94,7 +94,7 @@ def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:
 
     Every Python function of the package that starts counts (``sys.setprofile``);
     comprehensions are not functions a reader follows, and are left out. A checked
-    function's door (``door``, ``_through_door`` and ``_check_arguments`` in
+    function's door (``door``, ``_through_door``, ``_check_arguments`` and ``_named`` in
     checks.py) is counted with the function it opens, in ``calls`` and in the
     functions; ``frames`` counts the door's frames too.
     """
@@ -111,7 +111,8 @@ def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:
         run()
     finally:
         sys.setprofile(None)
-    door = {key for key in seen if key[0].endswith("checks.py") and key[1] in ("door", "_through_door", "_check_arguments")}
+    door = {key for key in seen
+            if key[0].endswith("checks.py") and key[1] in ("door", "_through_door", "_check_arguments", "_named")}
     doors = sum(seen[key] for key in door)
     functions = set(seen) - door
     files = {file for file, _ in seen}
