@@ -214,7 +214,8 @@ def _backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Opti
     dV = [sum_matrices([head.dV for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
 
     # Projections: Q_h = X W_Q[h] + b_Q[h], K_g = C W_K[g] + b_K[g], V_g = C W_V[g] + b_V[g].
-    X_T, C_T = transpose(x), transpose(C)
+    X_T = transpose(x)
+    C_T = X_T if context is None else transpose(context)
     dW_Q = [matmul(X_T, dQ_h) for dQ_h in dQ]
     dW_K = [matmul(C_T, dK_g) for dK_g in dK]
     dW_V = [matmul(C_T, dV_g) for dV_g in dV]
