@@ -238,3 +238,37 @@ def test_equal_weights_in_another_object_give_the_same_bits():
     x = [[1.0, 0.5, -0.5, 0.25], [0.0, 1.0, 2.0, -1.0]]
     copy = MHAWeights(*[[[list(row) for row in M] for M in group] for group in w[:3]], [list(r) for r in w.W_O])
     assert multi_head_attention(x, w) == multi_head_attention(x, copy) == multi_head_attention(x, w)
+
+
+def test_the_same_unchanged_weights_are_not_checked_again(monkeypatch):
+    from mha_lists import init_mha_weights, multi_head_attention
+    from mha_lists.core import attention as attention_module
+    w = init_mha_weights(4, 2, seed=5)
+    x = [[1.0, 0.5, -0.5, 0.25]]
+    first = multi_head_attention(x, w)
+
+    def checked_again(*args, **kwargs):
+        raise AssertionError("the entries were checked again")
+    monkeypatch.setattr(attention_module, "all_numbers", checked_again)
+    assert multi_head_attention(x, w) == first  # remembered: no entry is looked at
+    other = init_mha_weights(4, 2, seed=5)  # equal, but another object: checked
+    with pytest.raises(AssertionError, match="checked again"):
+        multi_head_attention(x, other)
+
+
+def test_a_usual_call_is_bound_without_inspect_and_an_unusual_one_with_it(monkeypatch):
+    import inspect
+    calls = []
+    bind = inspect.Signature.bind
+
+    def counted(self, *args, **kwargs):
+        calls.append(args)
+        return bind(self, *args, **kwargs)
+    monkeypatch.setattr(inspect.Signature, "bind", counted)
+    A, B = [[1.0, 2.0]], [[3.0], [4.0]]
+    assert matmul(A, B) == matmul(A, B=B) == matmul(B=B, A=A) == [[11.0]]
+    assert calls == []
+    for bad in (lambda: matmul(A), lambda: matmul(A, B, B), lambda: matmul(A, A=A), lambda: matmul(A, C=B)):
+        with pytest.raises(TypeError, match=r"^matmul: "):
+            bad()
+    assert len(calls) == 4
