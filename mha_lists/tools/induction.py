@@ -79,8 +79,11 @@ def _check_history(func: str, history: object, steps: int) -> None:
             raise ShapeError(f"{func}: history.{field} has {n} entries; it needs one per step (settings.steps = {steps})")
 
 
-@checked(settings="induction settings", model="induction model",
-         also=lambda func, arguments, sizes: _check_history(func, arguments["history"], arguments["settings"].steps))
+def _history_of_the_run(func: str, arguments: dict, sizes: dict) -> None:
+    _check_history(func, arguments["history"], arguments["settings"].steps)
+
+
+@checked(settings="induction settings", model="induction model", also=_history_of_the_run)
 def run_to_json(settings: Settings, model: InductionModel, history: History) -> str:
     """The run as JSON text; floats are written with repr, so reading them back gives the same bits."""
     return json.dumps({"format": FORMAT, "settings": settings._asdict(), "parameters": flatten(model),
@@ -105,8 +108,8 @@ def run_from_json(text: str) -> tuple[Settings, InductionModel, History]:
     func = "run_from_json"
     try:
         data = json.loads(text)
-    except ValueError as error:
-        raise ValueError(f"{func}: not a saved run ({error})") from None
+    except (ValueError, RecursionError) as error:  # RecursionError: arrays nested thousands deep
+        raise ValueError(f"{func}: not a saved run ({error})") from error
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{func}: not a saved run (no \"format\": \"{FORMAT}\")")
     settings = check_settings(func, Settings(**_part(func, data, "settings", Settings._fields)))
