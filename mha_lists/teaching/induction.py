@@ -54,12 +54,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights
-from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_positive_int, check_same_shapes
+from ..core.checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_same_shapes,
+                           check_vector, checked, kind)
 from ..core.gradients import attention_backward
 from ..core.matrix import Matrix, add, concat_heads, matmul, scale, split_heads, transpose
 from ..core.softmax_and_masks import apply_mask, causal_mask, softmax_rows
@@ -78,18 +78,27 @@ LIMITS = {"vocab_size": 26, "d_model": 64, "num_heads": 8, "num_layers": 4, "max
 HAND_SCALE = 5  # the hand-built model's scores are (0 or 1) * 5: e^5 ~ 148 beats the rest
 
 
-def token_names(vocab_size: int) -> list[str]:
-    """Letters for token ids 0, 1, 2, ...: ``token_names(4)`` is ``['A', 'B', 'C', 'D']``."""
-    _check_limit("token_names", "vocab_size", vocab_size)
-    return [chr(ord("A") + t) for t in range(vocab_size)]
-
-
 def _check_limit(func: str, name: str, value: object, key: Optional[str] = None) -> int:
     check_positive_int(func, name, value)
     limit = LIMITS[key or name]
     if value > limit:
         raise ValueError(f"{func}: {name} is {value}; the limit is {limit} (plain Python would take too long)")
     return value
+
+
+def _at_most(**keys: str) -> Callable:
+    """An ``also`` rule of ``checked``: each argument named is at most its entry of LIMITS
+    (``max_len="count"``: max_len is at most LIMITS["count"])."""
+    def also(func: str, arguments: dict, sizes: dict) -> None:
+        for name, key in keys.items():
+            _check_limit(func, name, arguments[name], key)
+    return also
+
+
+@checked(vocab_size="positive int", also=_at_most(vocab_size="vocab_size"))
+def token_names(vocab_size: int) -> list[str]:
+    """Letters for token ids 0, 1, 2, ...: ``token_names(4)`` is ``['A', 'B', 'C', 'D']``."""
+    return [chr(ord("A") + t) for t in range(vocab_size)]
 
 
 # === The model ===
@@ -105,25 +114,38 @@ class InductionModel(NamedTuple):
     scale: Optional[float] = None  # the attention scale of every layer; None is 1 / sqrt(d_k)
 
 
-def _check_model(func: str, model: object) -> tuple[int, int, int]:
-    """Check every shape of a model against the others; return (vocab_size, d_model, max_positions)."""
+class _ModelSizes(NamedTuple):
+    """The sizes an "induction model" names, for the other arguments of the same function."""
+
+    vocab_size: int
+    d_model: int
+    positions: int  # the most ids the model reads
+
+
+@kind("induction model")
+def _check_model(func: str, name: str, model: object, expected: tuple = ()) -> _ModelSizes:
+    """Check every shape of a model against the others, and every entry is finite.
+
+    It is the "induction model" kind of ``checked``: the sizes it names are
+    vocab_size, d_model and positions (the longest ids it reads).
+    """
     if not isinstance(model, InductionModel):
-        raise TypeError(f"{func}: model must be an InductionModel (from hand_built_model or init_model), "
+        raise TypeError(f"{func}: {name} must be an InductionModel (from hand_built_model or init_model), "
                         f"got {type(model).__name__}")
-    vocab_size, d_model = check_matrix(func, "model.token_embeddings", model.token_embeddings, finite=True)
-    positions, d_pos = check_matrix(func, "model.position_embeddings", model.position_embeddings, finite=True)
+    vocab_size, d_model = check_matrix(func, f"{name}.token_embeddings", model.token_embeddings, finite=True)
+    positions, d_pos = check_matrix(func, f"{name}.position_embeddings", model.position_embeddings, finite=True)
     if d_pos != d_model:
-        raise ShapeError(f"{func}: model.position_embeddings is {positions}x{d_pos}; it needs d_model = {d_model} columns")
+        raise ShapeError(f"{func}: {name}.position_embeddings is {positions}x{d_pos}; it needs d_model = {d_model} columns")
     if not isinstance(model.layers, (list, tuple)) or len(model.layers) == 0:
-        raise ShapeError(f"{func}: model.layers must be a non-empty list of MHAWeights (one per layer)")
+        raise ShapeError(f"{func}: {name}.layers must be a non-empty list of MHAWeights (one per layer)")
     for layer, w in enumerate(model.layers):
-        _check_layer(func, f"model.layers[{layer}]", w, d_model)
-    rows, cols = check_matrix(func, "model.W_U", model.W_U, finite=True)
+        _check_layer(func, f"{name}.layers[{layer}]", w, d_model)
+    rows, cols = check_matrix(func, f"{name}.W_U", model.W_U, finite=True)
     if (rows, cols) != (d_model, vocab_size):
-        raise ShapeError(f"{func}: model.W_U is {rows}x{cols}; it must be (d_model, vocab_size) = {d_model}x{vocab_size}")
+        raise ShapeError(f"{func}: {name}.W_U is {rows}x{cols}; it must be (d_model, vocab_size) = {d_model}x{vocab_size}")
     if model.scale is not None:
-        check_number(func, "model.scale", model.scale, positive=True)
-    return vocab_size, d_model, positions
+        check_number(func, f"{name}.scale", model.scale, positive=True)
+    return _ModelSizes(vocab_size, d_model, positions)
 
 
 def _check_layer(func: str, name: str, w: object, d_model: int) -> None:
@@ -143,18 +165,6 @@ def _check_layer(func: str, name: str, w: object, d_model: int) -> None:
                          f"d_model = {h * d_v}x{d_model}")
 
 
-@contextmanager
-def _reported_as(func: str) -> Iterator[None]:
-    """An error of an inner step (a sum that overflowed float64) reported under the public function's name."""
-    try:
-        yield
-    except (ValueError, TypeError) as error:
-        inner, sep, rest = str(error).partition(": ")
-        if not sep or inner == func or " " in inner:
-            raise
-        raise type(error)(f"{func}: {rest}") from None
-
-
 def _scale_of(model: InductionModel, w: MHAWeights) -> float:
     return 1 / math.sqrt(len(w.W_Q[0][0])) if model.scale is None else model.scale
 
@@ -164,6 +174,7 @@ def _scale_of(model: InductionModel, w: MHAWeights) -> float:
 PARTS = ("token", "position", "previous token", "prediction")
 
 
+@checked(vocab_size="positive int", max_len="positive int", also=_at_most(vocab_size="vocab_size", max_len="count"))
 def part_slices(vocab_size: int, max_len: int) -> dict[str, range]:
     """Which columns of the hand-built residual stream hold each part.
 
@@ -174,8 +185,6 @@ def part_slices(vocab_size: int, max_len: int) -> dict[str, range]:
     >>> part_slices(4, 7)
     {'token': range(0, 4), 'position': range(4, 11), 'previous token': range(11, 15), 'prediction': range(15, 19)}
     """
-    _check_limit("part_slices", "vocab_size", vocab_size)
-    _check_limit("part_slices", "max_len", max_len, "count")
     sizes = (vocab_size, max_len, vocab_size, vocab_size)
     starts = [0, vocab_size, vocab_size + max_len, 2 * vocab_size + max_len]
     return {name: range(start, start + size) for name, start, size in zip(PARTS, starts, sizes)}
@@ -193,16 +202,20 @@ def _place(rows: int, cols: int, entries: Sequence[tuple[int, int, int]]) -> Mat
     return M
 
 
-def _check_hand_sizes(func: str, vocab_size: int, max_len: int, scale_: float) -> None:
+def _hand_sizes(func: str, arguments: dict, sizes: dict) -> None:
+    vocab_size, max_len = arguments["vocab_size"], arguments["max_len"]
     _check_limit(func, "vocab_size", vocab_size)
     if vocab_size < 2:
         raise ValueError(f"{func}: vocab_size is {vocab_size}; a repeat needs at least 2 different tokens")
     _check_limit(func, "max_len", max_len, "count")
     if max_len < 3:
         raise ValueError(f"{func}: max_len is {max_len}; a run of 2 and the start of its repeat need 3 positions")
-    check_number(func, "scale", scale_, positive=True)
 
 
+_HAND_CONTRACT = dict(vocab_size="positive int", max_len="positive int", scale="positive number", also=_hand_sizes)
+
+
+@checked(**_HAND_CONTRACT)
 def hand_built_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE) -> InductionModel:
     """The induction circuit with weights 0, 1 and -1, for sequences of up to max_len tokens.
 
@@ -222,8 +235,6 @@ def hand_built_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE
     >>> len(m.token_embeddings[0]), len(m.layers), m.scale
     (13, 2, 5)
     """
-    func = "hand_built_model"
-    _check_hand_sizes(func, vocab_size, max_len, scale)
     V, n = vocab_size, max_len
     part = part_slices(V, n)
     tok, pos, prev, pred = (part[name].start for name in PARTS)
@@ -246,6 +257,7 @@ def hand_built_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE
     return InductionModel(E_tok, E_pos, [previous_token_head, induction_head], W_U, scale)
 
 
+@checked(**_HAND_CONTRACT)
 def one_layer_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE) -> InductionModel:
     """One layer trying the same job, in the same residual stream as ``hand_built_model``.
 
@@ -258,8 +270,6 @@ def one_layer_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE)
     >>> len(one_layer_model(3, 4).layers)
     1
     """
-    func = "one_layer_model"
-    _check_hand_sizes(func, vocab_size, max_len, scale)
     V, n = vocab_size, max_len
     part = part_slices(V, n)
     tok, pred = part["token"].start, part["prediction"].start
@@ -299,7 +309,7 @@ class Settings(NamedTuple):
 
 
 def check_settings(func: str, settings: object) -> Settings:
-    """Check every field of a Settings; return it."""
+    """Check every field of a Settings; return it (the "induction settings" kind of ``checked`` runs it)."""
     if not isinstance(settings, Settings):
         raise TypeError(f"{func}: settings must be a Settings, got {type(settings).__name__}")
     s = settings
@@ -318,6 +328,11 @@ def check_settings(func: str, settings: object) -> Settings:
     return s
 
 
+@kind("induction settings")
+def _settings_kind(func: str, name: str, settings: object, expected: tuple = ()) -> None:
+    check_settings(func, settings)  # it names no sizes: a model of other sizes may be trained or reported on
+
+
 def _check_run_lengths(func: str, min_len: object, max_len: object, vocab_size: int) -> None:
     check_int(func, "min_len", min_len)
     check_int(func, "max_len", max_len)
@@ -333,6 +348,7 @@ def _check_run_lengths(func: str, min_len: object, max_len: object, vocab_size: 
             f"{vocab_size} (and the limit is {LIMITS['max_len']})")
 
 
+@checked(settings="induction settings")
 def init_model(settings: Settings) -> InductionModel:
     """Random parameters for ``settings``: N(0, 1) embeddings, N(0, 1/d_model) weights.
 
@@ -342,7 +358,7 @@ def init_model(settings: Settings) -> InductionModel:
     >>> len(m.token_embeddings), len(m.position_embeddings), len(m.layers), len(m.W_U[0])
     (8, 11, 2, 8)
     """
-    s = check_settings("init_model", settings)
+    s = settings
     d, h = s.d_model, s.num_heads
     d_k = d // h
     std = 1 / math.sqrt(d)
@@ -367,17 +383,20 @@ def init_model(settings: Settings) -> InductionModel:
 # === The task ===
 
 
+def _rng_and_run_lengths(func: str, arguments: dict, sizes: dict) -> None:
+    if not isinstance(arguments["rng"], random.Random):
+        raise TypeError(f"{func}: rng must be a random.Random, got {type(arguments['rng']).__name__}")
+    _check_limit(func, "vocab_size", arguments["vocab_size"])
+    _check_run_lengths(func, arguments["min_len"], arguments["max_len"], arguments["vocab_size"])
+
+
+@checked(vocab_size="positive int", min_len="int", max_len="int", also=_rng_and_run_lengths)
 def make_sequence(rng: random.Random, vocab_size: int, min_len: int, max_len: int) -> list[int]:
     """A run of L distinct tokens (L drawn from min_len..max_len), then the same run again: 2L ids.
 
     >>> make_sequence(random.Random(1), 10, 2, 4)
     [9, 1, 9, 1]
     """
-    func = "make_sequence"
-    if not isinstance(rng, random.Random):
-        raise TypeError(f"{func}: rng must be a random.Random, got {type(rng).__name__}")
-    _check_limit(func, "vocab_size", vocab_size)
-    _check_run_lengths(func, min_len, max_len, vocab_size)
     return _make_sequence(rng, vocab_size, min_len, max_len)
 
 
@@ -386,23 +405,26 @@ def _make_sequence(rng: random.Random, vocab_size: int, min_len: int, max_len: i
     return run + run
 
 
+@checked(count="positive int", settings="induction settings", name="str", also=_at_most(count="count"))
 def make_sequences(count: int, settings: Settings, name: str) -> list[list[int]]:
     """``count`` sequences drawn from ``derive_rng(settings.seed, "induction/" + name)``.
 
     Different names give independent sets: "held-out" is never trained on.
     """
-    func = "make_sequences"
-    _check_limit(func, "count", count)
-    s = check_settings(func, settings)
-    if not isinstance(name, str):
-        raise TypeError(f"{func}: name must be a str, got {name!r}")
+    s = settings
     rng = derive_rng(s.seed, f"induction/{name}")
     return [_make_sequence(rng, s.vocab_size, s.min_len, s.max_len) for _ in range(count)]
 
 
-def _check_sequence(func: str, seq: object, vocab_size: Optional[int] = None, positions: Optional[int] = None,
-                    name: str = "sequence") -> int:
-    """A run and its repeat: 2L ids, L >= 2, the second half equal to the first; return L."""
+@kind("induction sequence")
+def _check_sequence(func: str, name: str, seq: object, expected: tuple = ()) -> None:
+    """A run and its repeat: 2L ids, L >= 2, the second half equal to the first.
+
+    It is the "induction sequence vocab_size positions" kind of ``checked``: with
+    a model's sizes, the ids are below its vocab_size and it has a position for
+    each of the 2L - 1 tokens it reads (without them, ids are below LIMITS["vocab_size"]).
+    """
+    vocab_size, positions = expected or (None, None)
     if not isinstance(seq, (list, tuple)) or len(seq) < 4 or len(seq) % 2:
         n = len(seq) if isinstance(seq, (list, tuple)) else type(seq).__name__
         raise ShapeError(
@@ -418,26 +440,37 @@ def _check_sequence(func: str, seq: object, vocab_size: Optional[int] = None, po
     if positions is not None and 2 * L - 1 > positions:
         raise ShapeError(f"{func}: {name} has a run of {L}; the model reads {2 * L - 1} tokens but has "
                          f"{positions} positions")
-    return L
 
 
+@kind("induction sequences")
+def _check_sequences(func: str, name: str, sequences: object, expected: tuple = ()) -> None:
+    """The "induction sequences vocab_size positions" kind: a non-empty list of "induction sequence"s."""
+    if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
+        raise ShapeError(f"{func}: {name} must be a non-empty list of sequences (a run and its repeat)")
+    if len(sequences) > LIMITS["count"]:
+        raise ValueError(f"{func}: {len(sequences)} {name}; the limit is {LIMITS['count']}")
+    for n, seq in enumerate(sequences):
+        _check_sequence(func, f"{name}[{n}]", seq, expected)
+
+
+@checked(seq="induction sequence")
 def repeat_targets(seq: Sequence[int]) -> list[Optional[int]]:
     """For the 2L - 1 tokens the model reads: token i + 1 at the positions i = L .. 2L - 2 of the repeat, else None.
 
     >>> repeat_targets([2, 0, 3, 2, 0, 3])
     [None, None, None, 0, 3]
     """
-    L = _check_sequence("repeat_targets", seq)
+    L = len(seq) // 2
     return [None] * L + list(seq[L + 1:])
 
 
+@checked(seq="induction sequence")
 def first_half_targets(seq: Sequence[int]) -> list[Optional[int]]:
     """Token i + 1 at the positions i = 0 .. L - 2 of the first run (nothing there repeats), else None.
 
     >>> first_half_targets([2, 0, 3, 2, 0, 3])
     [0, 3, None, None, None]
     """
-    _check_sequence("first_half_targets", seq)
     return _first_targets(seq)
 
 
@@ -465,22 +498,26 @@ class Trace(NamedTuple):
     logits: Matrix  # (T, vocab_size)
 
 
-def _check_ids(func: str, model: InductionModel, ids: object) -> None:
-    vocab_size, _, positions = _check_model(func, model)
+@kind("induction ids")
+def _check_ids(func: str, name: str, ids: object, expected: tuple) -> None:
+    """The "induction ids vocab_size positions" kind: token ids the model knows, one per position at most."""
+    vocab_size, positions = expected
     if not isinstance(ids, (list, tuple)) or len(ids) == 0:
-        raise ShapeError(f"{func}: ids must be a non-empty list of token ids")
+        raise ShapeError(f"{func}: {name} must be a non-empty list of token ids")
     if len(ids) > positions:
-        raise ShapeError(f"{func}: ids has {len(ids)} tokens; the model has {positions} positions")
+        raise ShapeError(f"{func}: {name} has {len(ids)} tokens; the model has {positions} positions")
     for i, t in enumerate(ids):
-        if not 0 <= check_int(func, f"ids[{i}]", t) < vocab_size:
-            raise ValueError(f"{func}: ids[{i}] is {t}; token ids must be 0 to {vocab_size - 1}")
+        if not 0 <= check_int(func, f"{name}[{i}]", t) < vocab_size:
+            raise ValueError(f"{func}: {name}[{i}] is {t}; token ids must be 0 to {vocab_size - 1}")
 
 
+# inside=True: the logits are looked at also when another function of this module calls it (predict,
+# head_scores, ...): an overflow inside shows there as inf or nan, and is reported under that function's name.
+@checked(model="induction model", ids="induction ids vocab_size positions", finite_result=lambda trace: trace.logits,
+         inside=True)
 def forward(model: InductionModel, ids: Sequence[int]) -> Trace:
     """Every intermediate when the model reads ids (T,), T at most the model's positions."""
-    _check_ids("forward", model, ids)
-    with _reported_as("forward"):
-        return _forward(model, ids)
+    return _forward(model, ids)
 
 
 def _layer_forward(x: Matrix, qk_input: Matrix, w: MHAWeights, mask, c: float) -> LayerTrace:
@@ -508,21 +545,22 @@ def _forward(model: InductionModel, ids: Sequence[int]) -> Trace:
     return Trace(layers, x, matmul(x, model.W_U))
 
 
+@checked(model="induction model", ids="induction ids vocab_size positions")
 def predict(model: InductionModel, ids: Sequence[int]) -> list[int]:
     """The most likely next token at every position of ids (the first, on a tie).
 
     >>> predict(hand_built_model(4, 7), [0, 1, 2, 3, 0, 1, 2])[4:]
     [1, 2, 3]
     """
-    _check_ids("predict", model, ids)
-    with _reported_as("predict"):
-        logits = _forward(model, ids).logits
+    logits = forward(model, ids).logits
     return [row.index(max(row)) for row in logits]
 
 
 # === Backward pass ===
 
 
+@checked(model="induction model", seq="induction sequence vocab_size positions",
+         finite_result=lambda result: [result[0], *_flatten(result[1])])
 def model_gradients(model: InductionModel, seq: Sequence[int]) -> tuple[float, InductionModel]:
     """The loss on the repeat of seq (a run and its repeat) and the gradient of every parameter.
 
@@ -538,11 +576,7 @@ def model_gradients(model: InductionModel, seq: Sequence[int]) -> tuple[float, I
         layer 0's positions: dE_pos[i] = sum_h (dQ_h W_Q[h]^T + dK_h W_K[h]^T)[i]
         dE_tok[t] = sum of dx_0[i] over the positions i holding token t
     """
-    func = "model_gradients"
-    vocab_size, _, positions = _check_model(func, model)
-    _check_sequence(func, seq, vocab_size, positions, "seq")
-    with _reported_as(func):
-        loss, grads, _ = _model_gradients(model, seq)
+    loss, grads, _ = _model_gradients(model, seq)
     return loss, grads
 
 
@@ -550,7 +584,7 @@ def _model_gradients(model: InductionModel, seq: Sequence[int]):
     """Loss, gradients and the forward Trace (the caller may want its attention)."""
     L = len(seq) // 2
     ids = seq[:2 * L - 1]
-    fwd = _forward(model, ids)
+    fwd = forward(model, ids)  # its logits are looked at: an overflow is named before cross_entropy meets it
     loss, d_logits = cross_entropy(fwd.logits, [None] * L + list(seq[L + 1:]))
     dW_U = matmul(transpose(fwd.residual), d_logits)
     dx = matmul(d_logits, transpose(model.W_U))
@@ -601,9 +635,9 @@ def _matrices(model: InductionModel) -> list[Matrix]:
     return out + [model.W_U]
 
 
+@checked(model="induction model")
 def flatten(model: InductionModel) -> list[float]:
     """Every parameter in one list, in a fixed order (``unflatten`` reverses it)."""
-    _check_model("flatten", model)
     return _flatten(model)
 
 
@@ -611,13 +645,18 @@ def _flatten(model: InductionModel) -> list[float]:
     return [x for M in _matrices(model) for row in M for x in row]
 
 
-def unflatten(flat: Sequence[float], like: InductionModel) -> InductionModel:
-    """A model shaped like ``like`` holding the numbers of ``flat`` (the order of ``flatten``)."""
-    _check_model("unflatten", like)
+def _flat_fits(func: str, arguments: dict, sizes: dict) -> None:
+    flat, like = arguments["flat"], arguments["like"]
     size = sum(len(M) * len(M[0]) for M in _matrices(like))
     if not isinstance(flat, (list, tuple)) or len(flat) != size:
         n = len(flat) if isinstance(flat, (list, tuple)) else type(flat).__name__
-        raise ShapeError(f"unflatten: flat has {n} numbers but a model shaped like `like` has {size}")
+        raise ShapeError(f"{func}: flat has {n} numbers but a model shaped like `like` has {size}")
+    check_vector(func, "flat", flat, finite=True)
+
+
+@checked(like="induction model", also=_flat_fits)
+def unflatten(flat: Sequence[float], like: InductionModel) -> InductionModel:
+    """A model shaped like ``like`` holding the numbers of ``flat`` (the order of ``flatten``)."""
     return _unflatten(flat, like)
 
 
@@ -661,6 +700,18 @@ def _batch_scores(traces: Sequence[Trace], seqs: Sequence[Sequence[int]]) -> tup
     return prev, ind
 
 
+def _progress_and_model(func: str, arguments: dict, sizes: dict) -> None:
+    s, model, progress = arguments["settings"], arguments["model"], arguments["progress"]
+    if progress is not None and not callable(progress):
+        raise TypeError(f"{func}: progress must be a function (step, history) or None")
+    if model is not None and ((sizes["vocab_size"], sizes["d_model"], len(model.layers)) != (
+            s.vocab_size, s.d_model, s.num_layers) or sizes["positions"] < 2 * s.max_len - 1):
+        raise ShapeError(f"{func}: model does not have the sizes of settings (vocab_size, d_model, num_layers, "
+                         f"2 * max_len - 1 positions)")
+
+
+@checked(settings="induction settings", model="optional induction model", also=_progress_and_model,
+         finite_result=lambda result: _flatten(result[0]))
 def train(settings: Settings, *, progress: Optional[Callable[[int, History], None]] = None,
           model: Optional[InductionModel] = None) -> tuple[InductionModel, History]:
     """``settings.steps`` Adam steps, each on a fresh batch; returns the trained model and its History.
@@ -668,16 +719,9 @@ def train(settings: Settings, *, progress: Optional[Callable[[int, History], Non
     The model starts as ``init_model(settings)`` unless one is given (of the
     same sizes). ``progress(step, history)`` is called after every step.
     """
-    func = "train"
-    s = check_settings(func, settings)
-    if progress is not None and not callable(progress):
-        raise TypeError(f"{func}: progress must be a function (step, history) or None")
+    s = settings
     if model is None:
         model = init_model(s)
-    vocab_size, d_model, positions = _check_model(func, model)
-    if (vocab_size, d_model, len(model.layers)) != (s.vocab_size, s.d_model, s.num_layers) or positions < 2 * s.max_len - 1:
-        raise ShapeError(f"{func}: model does not have the sizes of settings (vocab_size, d_model, num_layers, "
-                         f"2 * max_len - 1 positions)")
     rng = derive_rng(s.seed, "induction/batches")
     params, state = flatten(model), None
     history = History([], [], [], [])
@@ -689,15 +733,14 @@ def train(settings: Settings, *, progress: Optional[Callable[[int, History], Non
         total = sum(len(seq) // 2 - 1 for seq in batch)
         share = [(len(seq) // 2 - 1) / total for seq in batch]
         losses, firsts, grads, traces = [], [], [], []
-        with _reported_as(func):
-            for seq, w in zip(batch, share):
-                loss, g, fwd = _model_gradients(current, seq)
-                losses.append(w * loss)
-                grads.append([w * x for x in _flatten(g)])
-                traces.append(fwd)
-                firsts.append(w * cross_entropy(fwd.logits, _first_targets(seq))[0])
-            mean_grad = [math.fsum(entries) for entries in zip(*grads)]
-            params, state = adam_step(params, mean_grad, state, lr=s.lr)
+        for seq, w in zip(batch, share):
+            loss, g, fwd = _model_gradients(current, seq)
+            losses.append(w * loss)
+            grads.append([w * x for x in _flatten(g)])
+            traces.append(fwd)
+            firsts.append(w * cross_entropy(fwd.logits, _first_targets(seq))[0])
+        mean_grad = [math.fsum(entries) for entries in zip(*grads)]
+        params, state = adam_step(params, mean_grad, state, lr=s.lr)
         prev, ind = _batch_scores(traces, batch)
         history.repeat_loss.append(math.fsum(losses))
         history.first_half_loss.append(math.fsum(firsts))
@@ -737,16 +780,7 @@ def _sequence_scores(t: Trace, L: int) -> list[list[tuple[float, float]]]:
     return out
 
 
-def _check_sequences(func: str, model: InductionModel, sequences: object) -> None:
-    vocab_size, _, positions = _check_model(func, model)
-    if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
-        raise ShapeError(f"{func}: sequences must be a non-empty list of sequences (a run and its repeat)")
-    if len(sequences) > LIMITS["count"]:
-        raise ValueError(f"{func}: {len(sequences)} sequences; the limit is {LIMITS['count']}")
-    for n, seq in enumerate(sequences):
-        _check_sequence(func, seq, vocab_size, positions, f"sequences[{n}]")
-
-
+@checked(model="induction model", sequences="induction sequences vocab_size positions")
 def head_scores(model: InductionModel, sequences: Sequence[Sequence[int]]) -> list[HeadScore]:
     """Every head's previous-token and induction score, each the mean over the sequences.
 
@@ -757,32 +791,27 @@ def head_scores(model: InductionModel, sequences: Sequence[Sequence[int]]) -> li
     >>> [f"{s.previous_token:.2f} {s.induction:.2f}" for s in head_scores(hand_built_model(4, 7), [[0, 1, 2, 3, 0, 1, 2, 3]])]
     ['0.98 0.01', '0.31 0.98']
     """
-    func = "head_scores"
-    _check_sequences(func, model, sequences)
     per_seq = []
-    with _reported_as(func):
-        for seq in sequences:
-            L = len(seq) // 2
-            per_seq.append(_sequence_scores(_forward(model, seq[:2 * L - 1]), L))
+    for seq in sequences:
+        L = len(seq) // 2
+        per_seq.append(_sequence_scores(forward(model, seq[:2 * L - 1]), L))
     n = len(per_seq)
     return [HeadScore(layer, h, math.fsum(p[layer][h][0] for p in per_seq) / n,
                       math.fsum(p[layer][h][1] for p in per_seq) / n)
             for layer in range(len(model.layers)) for h in range(len(model.layers[layer].W_Q))]
 
 
+@checked(model="induction model", sequences="induction sequences vocab_size positions")
 def repeat_accuracy(model: InductionModel, sequences: Sequence[Sequence[int]]) -> float:
     """Fraction of the positions of the repeats (``repeat_targets``) where the most likely token is right.
 
     >>> repeat_accuracy(hand_built_model(4, 7), [[0, 1, 2, 3, 0, 1, 2, 3], [3, 1, 3, 1]])
     1.0
     """
-    func = "repeat_accuracy"
-    _check_sequences(func, model, sequences)
     right, total = 0, 0
     for seq in sequences:
         L = len(seq) // 2
-        with _reported_as(func):
-            logits = _forward(model, seq[:2 * L - 1]).logits
+        logits = forward(model, seq[:2 * L - 1]).logits
         for i in range(L, 2 * L - 1):
             row = logits[i]
             right += row.index(max(row)) == seq[i + 1]
@@ -790,12 +819,17 @@ def repeat_accuracy(model: InductionModel, sequences: Sequence[Sequence[int]]) -
     return right / total
 
 
+@kind("induction scores")
+def _check_scores(func: str, name: str, scores: object, expected: tuple = ()) -> None:
+    """The "induction scores" kind: the non-empty list of HeadScore that head_scores returns."""
+    if not isinstance(scores, (list, tuple)) or not scores or not all(isinstance(s, HeadScore) for s in scores):
+        raise TypeError(f"{func}: {name} must be the non-empty list head_scores returns")
+
+
+@checked(scores="induction scores", accuracy="number")
 def succeeded(scores: Sequence[HeadScore], accuracy: float) -> bool:
     """The success rule: some layer-0 head >= 0.5 previous-token, some last-layer head >= 0.5 induction,
     accuracy >= 0.9."""
-    if not isinstance(scores, (list, tuple)) or not scores or not all(isinstance(s, HeadScore) for s in scores):
-        raise TypeError("succeeded: scores must be the non-empty list head_scores returns")
-    check_number("succeeded", "accuracy", accuracy)
     last = max(s.layer for s in scores)
     return (any(s.previous_token >= 0.5 for s in scores if s.layer == 0)
             and any(s.induction >= 0.5 for s in scores if s.layer == last) and accuracy >= 0.9)

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Optional, TextIO
 
+from ..core.checks import ShapeError, check_vector, checked
 from ..teaching.induction import (LIMITS, History, InductionModel, Settings, check_settings, flatten, head_scores,
                                   init_model, make_sequences, repeat_accuracy, train, unflatten)
 from .cli import OneLineErrorParser
@@ -67,28 +69,70 @@ def build_parser() -> argparse.ArgumentParser:
 # === Saving a run ===
 
 
+def _check_history(func: str, history: object, steps: int) -> None:
+    """A History of ``steps`` steps: four lists of that many finite numbers."""
+    if not isinstance(history, History):
+        raise TypeError(f"{func}: history must be a History (from train), got {type(history).__name__}")
+    for field in History._fields:
+        n = check_vector(func, f"history.{field}", getattr(history, field), finite=True)
+        if n != steps:
+            raise ShapeError(f"{func}: history.{field} has {n} entries; it needs one per step (settings.steps = {steps})")
+
+
+def _history_of_the_run(func: str, arguments: dict, sizes: dict) -> None:
+    _check_history(func, arguments["history"], arguments["settings"].steps)
+
+
+@checked(settings="induction settings", model="induction model", also=_history_of_the_run)
 def run_to_json(settings: Settings, model: InductionModel, history: History) -> str:
     """The run as JSON text; floats are written with repr, so reading them back gives the same bits."""
-    check_settings("run_to_json", settings)
     return json.dumps({"format": FORMAT, "settings": settings._asdict(), "parameters": flatten(model),
                        "history": history._asdict()}, indent=0) + "\n"
 
 
+def _part(func: str, data: dict, key: str, fields: tuple[str, ...]) -> dict:
+    """``data[key]``, an object with exactly these fields (the settings or the history of a saved run)."""
+    part = data.get(key)
+    if not isinstance(part, dict) or set(part) != set(fields):
+        raise ValueError(f"{func}: not a saved run (\"{key}\" must be an object with the fields {', '.join(fields)})")
+    return part
+
+
+@checked(text="str")
 def run_from_json(text: str) -> tuple[Settings, InductionModel, History]:
-    """Read what ``run_to_json`` wrote: settings, the trained model, its History."""
+    """Read what ``run_to_json`` wrote: settings, the trained model, its History.
+
+    The text is a file's, not an argument a program got wrong: what is wrong in it
+    is said here, in the body, whether ``load_run`` or a learner called it.
+    """
+    func = "run_from_json"
     try:
         data = json.loads(text)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"run_from_json: not a saved run ({error})") from None
+    except (ValueError, RecursionError) as error:  # RecursionError: arrays nested thousands deep
+        raise ValueError(f"{func}: not a saved run ({error})") from error
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"run_from_json: not a saved run (no \"format\": \"{FORMAT}\")")
-    settings = check_settings("run_from_json", Settings(**data["settings"]))
-    model = unflatten(data["parameters"], init_model(settings))
-    return settings, model, History(**data["history"])
+        raise ValueError(f"{func}: not a saved run (no \"format\": \"{FORMAT}\")")
+    settings = check_settings(func, Settings(**_part(func, data, "settings", Settings._fields)))
+    like = init_model(settings)
+    parameters, size = data.get("parameters"), len(flatten(like))
+    if not isinstance(parameters, list) or len(parameters) != size:
+        n = len(parameters) if isinstance(parameters, list) else type(parameters).__name__
+        raise ValueError(f"{func}: not a saved run (\"parameters\" has {n} numbers; its settings need {size})")
+    check_vector(func, "parameters", parameters, finite=True)
+    history = History(**_part(func, data, "history", History._fields))
+    _check_history(func, history, settings.steps)
+    return settings, unflatten(parameters, like), history
 
 
+def _a_path(func: str, arguments: dict, sizes: dict) -> None:
+    if not isinstance(arguments["path"], (str, os.PathLike)):
+        raise TypeError(f"{func}: path must be a file name (a str), got {arguments['path']!r:.60} "
+                        f"({type(arguments['path']).__name__})")
+
+
+@checked(also=_a_path)
 def load_run(path: str) -> tuple[Settings, InductionModel, History]:
-    """``run_from_json`` of the file at ``path``."""
+    """``run_from_json`` of the file at ``path`` (a file that cannot be opened raises OSError)."""
     with open(path, encoding="utf-8") as f:
         return run_from_json(f.read())
 
@@ -96,6 +140,15 @@ def load_run(path: str) -> tuple[Settings, InductionModel, History]:
 # === Reporting ===
 
 
+def _held_out_fits(func: str, arguments: dict, sizes: dict) -> None:
+    s = arguments["settings"]
+    if s.vocab_size > sizes["vocab_size"] or 2 * s.max_len - 1 > sizes["positions"]:
+        raise ShapeError(
+            f"{func}: settings draw runs of up to {s.max_len} of {s.vocab_size} tokens (the model reads "
+            f"{2 * s.max_len - 1}), but the model has {sizes['vocab_size']} tokens and {sizes['positions']} positions")
+
+
+@checked(model="induction model", settings="induction settings", also=_held_out_fits)
 def report_lines(model: InductionModel, settings: Settings) -> list[str]:
     """One line per head, then the accuracy, all on ``HELD_OUT`` held-out sequences."""
     held_out = make_sequences(HELD_OUT, settings, "held-out")
@@ -106,6 +159,13 @@ def report_lines(model: InductionModel, settings: Settings) -> list[str]:
     return lines
 
 
+def _a_stream(func: str, arguments: dict, sizes: dict) -> None:
+    stream = arguments["stream"]
+    if not (callable(getattr(stream, "write", None)) and callable(getattr(stream, "flush", None))):
+        raise TypeError(f"{func}: stream must be a text stream (with write and flush), got {type(stream).__name__}")
+
+
+@checked(steps="positive int", also=_a_stream)
 def progress_printer(stream: TextIO, steps: int):
     """A ``progress`` function for ``train`` that rewrites one line on ``stream``: the step, the batch's
     loss on the repeated half, its best layer-0 previous-token and best last-layer induction score."""
@@ -120,6 +180,13 @@ def progress_printer(stream: TextIO, steps: int):
     return show
 
 
+def _argv(func: str, arguments: dict, sizes: dict) -> None:
+    argv = arguments["argv"]
+    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"{func}: argv must be a list of str (the command's arguments) or None, got {argv!r:.60}")
+
+
+@checked(also=_argv)
 def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
