@@ -87,7 +87,8 @@ class Model(NamedTuple):
 #                                            model's sizes, below vocab_size and at most positions long
 #   training sequence vocab_size positions   the same with at least 2 ids (position 0 has no target)
 #   training sequences vocab_size positions  a non-empty list of training sequences
-#   training targets T vocab_size            per row of the logits, a column (the target) or None
+#   training targets T vocab_size            per row of the logits, a column (the target) or None;
+#                                            at least one target
 #   training example                         an Example that makes a model (model_from_example)
 #   adam state n                             the AdamState of a previous step, for n parameters
 
@@ -127,8 +128,11 @@ def _check_model(func: str, name: str, model: object, expected: tuple = ()) -> _
 
 @kind("training ids")
 def _check_ids(func: str, name: str, ids: object, expected: tuple = (), *, at_least: int = 1) -> None:
-    """ids must be a list of token ids; with a model's (vocab_size, positions), ids it has rows for:
-    one token row each, one position row each."""
+    """ids (T,), T >= at_least: token ids of 0 or more.
+
+    With a model's sizes, ``expected`` = (vocab_size, positions), the ids must be ones
+    the model has rows for: one token row each, one position row each.
+    """
     if not isinstance(ids, (list, tuple)) or len(ids) < at_least:
         what = "a non-empty list of" if at_least == 1 else f"a list of at least {at_least}"
         raise ShapeError(f"{func}: {name} must be {what} token ids, got {ids!r:.60}")
