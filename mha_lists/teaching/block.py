@@ -23,7 +23,7 @@ import math
 import random
 from typing import Optional
 
-from ..core.checks import ShapeError, all_finite, check_matrix, check_number, check_vector, too_large
+from ..core.checks import all_finite, checked, too_large
 from ..core.matrix import Matrix, Vector
 
 __all__ = ["layer_norm", "dropout", "LAYER_NORM_EPS"]
@@ -34,6 +34,9 @@ LAYER_NORM_EPS = 1e-5  # PyTorch's default for nn.LayerNorm and F.layer_norm
 # === LayerNorm ===
 
 
+@checked(x="finite matrix T d", gain="optional finite vector d", bias="optional finite vector d", eps="positive number",
+         why={"d": "x is {first_shape} and {name} has {value} entries; {name} needs one entry per column ({expected})"},
+         finite_result=True)  # a gain or a bias too large for float64
 def layer_norm(
     x: Matrix,
     gain: Optional[Vector] = None,
@@ -54,32 +57,23 @@ def layer_norm(
     >>> [round(v, 4) for v in layer_norm([[0, 4]], gain=[2, 3], bias=[10, 20])[0]]  # -1*2+10, 1*3+20
     [8.0, 23.0]
     """
-    func = "layer_norm"
-    _, d = check_matrix(func, "x", x, finite=True)
-    for name, v in (("gain", gain), ("bias", bias)):
-        if v is not None and check_vector(func, name, v, finite=True) != d:
-            raise ShapeError(
-                f"{func}: x is {len(x)}x{d} and {name} has {len(v)} entries; {name} needs one entry per column ({d})"
-            )
-    check_number(func, "eps", eps, positive=True)
-    rows = [_normalise(func, row, eps) for row in x]
+    rows = [_normalise(row, eps) for row in x]
     if gain is not None:
         rows = [[y * g for y, g in zip(row, gain)] for row in rows]
     if bias is not None:
         rows = [[y + b for y, b in zip(row, bias)] for row in rows]
-    if not all_finite(rows):  # a gain or a bias too large for float64
-        raise too_large(func)
     return rows
 
 
-def _normalise(func: str, row: Vector, eps: float) -> Vector:
-    """(row - mean) / sqrt(var + eps) for one row (d,); the result is (d,)."""
+def _normalise(row: Vector, eps: float) -> Vector:
+    """(row - mean) / sqrt(var + eps) for one row (d,); the result is (d,).
+
+    A square, or fsum's running total, that leaves float64's range raises
+    OverflowError: the door of ``layer_norm`` reports it as too large.
+    """
     d = len(row)
-    try:
-        mean = math.fsum(row) / d
-        var = math.fsum((v - mean) ** 2 for v in row) / d
-    except OverflowError:  # a square, or fsum's running total, left float64's range
-        raise too_large(func) from None
+    mean = math.fsum(row) / d
+    var = math.fsum((v - mean) ** 2 for v in row) / d
     std = math.sqrt(var + eps)
     return [(v - mean) / std for v in row]
 
@@ -87,6 +81,23 @@ def _normalise(func: str, row: Vector, eps: float) -> Vector:
 # === Dropout ===
 
 
+def _dropout_rules(func: str, arguments: dict, sizes: dict) -> None:
+    """p is a probability below 1, rng a generator, and no survivor, scaled by 1 / (1 - p), leaves float64."""
+    M, p, rng = arguments["M"], arguments["p"], arguments["rng"]
+    if not 0 <= p < 1:
+        raise ValueError(
+            f"{func}: p must be a probability with 0 <= p < 1, got {p!r}; "
+            "p = 1 would zero every entry and 1 / (1 - p) is undefined"
+        )
+    if not isinstance(rng, random.Random):
+        raise TypeError(
+            f"{func}: rng must be a random.Random (e.g. derive_rng(seed, 'dropout')), got {type(rng).__name__}"
+        )
+    if not all_finite([[max(abs(v) for row in M for v in row) * (1 / (1 - p))]]):  # as the body scales
+        raise too_large(func)  # an entry near float64's largest, divided by 1 - p
+
+
+@checked(M="finite matrix n m", p="number", also=_dropout_rules)
 def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
     """Inverted dropout of M (n, m): each entry is zeroed with probability p, the rest scaled by 1/(1-p).
 
@@ -101,22 +112,8 @@ def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
     >>> sorted({v for v in dropout([[1.0] * 8], 0.5, rng=random.Random(0))[0]})  # 0 or 1 / (1 - 0.5)
     [0.0, 2.0]
     """
-    func = "dropout"
-    check_matrix(func, "M", M, finite=True)
-    check_number(func, "p", p)
-    if not 0 <= p < 1:
-        raise ValueError(
-            f"dropout: p must be a probability with 0 <= p < 1, got {p!r}; "
-            "p = 1 would zero every entry and 1 / (1 - p) is undefined"
-        )
-    if not isinstance(rng, random.Random):
-        raise TypeError(
-            f"dropout: rng must be a random.Random (e.g. derive_rng(seed, 'dropout')), got {type(rng).__name__}"
-        )
     if p == 0:
         return [list(row) for row in M]
     keep = 1 - p
     survivor_scale = 1 / keep
-    if not all_finite([[max(abs(v) for row in M for v in row) * survivor_scale]]):  # before drawing anything
-        raise too_large(func)  # an entry near float64's largest, divided by 1 - p
     return [[v * survivor_scale if rng.random() < keep else 0.0 for v in row] for row in M]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from ..core.attention import Dims, MHAWeights, each_head, linear, project_heads
-from ..core.checks import ShapeError, check_matrix, checked
+from ..core.attention import MHAWeights, each_head, linear, project_heads
+from ..core.checks import ShapeError, check_matrix, checked, kind
 from ..core.matrix import Matrix, Vector, concat_heads
 
 __all__ = ["decode_step"]
@@ -24,13 +24,38 @@ class KVCache(NamedTuple):
     V: list[Matrix]  # per key/value head, (t, d_v)
 
 
-def _cache_fits(func: str, arguments: dict, sizes: dict) -> None:
-    if arguments["cache"] is not None:
-        _check_cache(func, arguments["cache"], Dims(**{name: sizes[name] for name in Dims._fields}))
+@kind("kv cache")
+def _check_cache(func: str, name: str, cache: object, expected: tuple) -> None:
+    """The "kv cache num_kv_heads d_k d_v" kind: a KVCache for weights of those sizes.
+
+    One finite (t, d_k) key matrix and (t, d_v) value matrix per key/value head,
+    every head holding the same t tokens.
+    """
+    num_kv_heads, d_k, d_v = expected
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"{func}: {name} must be a KVCache (or None for the first token), got {type(cache).__name__}")
+    for field, mats, width in (("K", cache.K, d_k), ("V", cache.V, d_v)):
+        if not isinstance(mats, (list, tuple)) or len(mats) != num_kv_heads:
+            n = len(mats) if isinstance(mats, (list, tuple)) else type(mats).__name__
+            raise ShapeError(
+                f"{func}: {name}.{field} has {n} matrices; it needs one per key/value head ({num_kv_heads})"
+            )
+        for g, M in enumerate(mats):
+            rows, cols = check_matrix(func, f"{name}.{field}[{g}]", M, finite=True)
+            if cols != width:
+                raise ShapeError(
+                    f"{func}: {name}.{field}[{g}] is {rows}x{cols}; its rows must have {width} entries "
+                    f"(d_{field.lower()})"
+                )
+            if rows != len(cache.K[0]):
+                raise ShapeError(
+                    f"{func}: {name}.{field}[{g}] has {rows} rows but {name}.K[0] has {len(cache.K[0])}; "
+                    "every head must hold the same tokens"
+                )
 
 
-@checked(weights="weights", x_row="finite vector d_model", scale="optional positive number", also=_cache_fits,
-         finite_result=lambda result: result[0],
+@checked(weights="weights", x_row="finite vector d_model", scale="optional positive number",
+         cache="optional kv cache num_kv_heads d_k d_v", finite_result=lambda result: result[0],
          why={"d_model": "x_row has {value} entries but the weights expect d_model = {expected}"})
 def decode_step(
     x_row: Vector,
@@ -53,26 +78,3 @@ def decode_step(
     heads = each_head(Q, K, V, scale=scale)
     output = linear(concat_heads([head.output for head in heads]), weights.W_O, weights.b_O)
     return output[0], KVCache(K, V)
-
-
-def _check_cache(func: str, cache: object, dims: Dims) -> None:
-    if not isinstance(cache, KVCache):
-        raise TypeError(f"{func}: cache must be a KVCache (or None for the first token), got {type(cache).__name__}")
-    for name, mats, width in (("K", cache.K, dims.d_k), ("V", cache.V, dims.d_v)):
-        if not isinstance(mats, (list, tuple)) or len(mats) != dims.num_kv_heads:
-            n = len(mats) if isinstance(mats, (list, tuple)) else type(mats).__name__
-            raise ShapeError(
-                f"{func}: cache.{name} has {n} matrices; it needs one per key/value head ({dims.num_kv_heads})"
-            )
-        for g, M in enumerate(mats):
-            rows, cols = check_matrix(func, f"cache.{name}[{g}]", M, finite=True)
-            if cols != width:
-                raise ShapeError(
-                    f"{func}: cache.{name}[{g}] is {rows}x{cols}; its rows must have {width} entries "
-                    f"(d_{'k' if name == 'K' else 'v'})"
-                )
-            if rows != len(cache.K[0]):
-                raise ShapeError(
-                    f"{func}: cache.{name}[{g}] has {rows} rows but cache.K[0] has {len(cache.K[0])}; "
-                    "every head must hold the same tokens"
-                )

@@ -45,15 +45,12 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
-from ..core.checks import (checked, ShapeError, all_finite, check_int, check_matrix, check_number, check_positive_int, check_vector,
-                           too_large)
-from .example import EMBED_STD, Example
+from ..core.attention import MHAWeights, attention_trace, check_weights, multi_head_attention
+from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_number, check_vector, checked, kind
 from ..core.gradients import column_sums, multi_head_attention_backward
-from ..core.softmax_and_masks import causal_mask
 from ..core.matrix import Matrix, Vector, add_row, matmul, transpose
-from ..core.attention import attention_trace, multi_head_attention
-from ..core.softmax_and_masks import softmax
-from ..core.attention import MHAWeights, check_weights
+from ..core.softmax_and_masks import causal_mask, softmax
+from .example import EMBED_STD, Example
 from .weights import check_layer_settings, check_size, check_std, derive_rng, init_matrix, init_mha_weights
 
 __all__ = ["model_from_example", "make_sequences", "targets", "forward", "cross_entropy", "model_gradients",
@@ -82,7 +79,161 @@ class Model(NamedTuple):
     b_vocab: Vector  # (vocab_size,)
 
 
-@checked()
+# === The kinds of argument the door checks (see core/checks.py) ===
+#
+#   training model                           a Model whose tables fit each other; names the sizes
+#                                            vocab_size, positions and parameters (len(flatten(model)))
+#   training ids [vocab_size positions]      a non-empty list of token ids: 0 or more, and with a
+#                                            model's sizes, below vocab_size and at most positions long
+#   training sequence vocab_size positions   the same with at least 2 ids (position 0 has no target)
+#   training sequences vocab_size positions  a non-empty list of training sequences
+#   training targets T vocab_size            per row of the logits, a column (the target) or None;
+#                                            at least one target
+#   training example                         an Example that makes a model (model_from_example)
+#   adam state n                             the AdamState of a previous step, for n parameters
+
+
+class _Sizes(NamedTuple):
+    vocab_size: int  # rows of the token table: token ids are 0 to vocab_size - 1
+    positions: int  # rows of the position table: the longest sequence the model reads
+    parameters: int  # numbers in the model, len(flatten(model))
+
+
+@kind("training model")
+def _check_model(func: str, name: str, model: object, expected: tuple = ()) -> _Sizes:
+    """Every table of the model: finite numbers, and shapes that fit each other; return its sizes."""
+    if not isinstance(model, Model):
+        raise TypeError(
+            f"{func}: {name} must be a Model (from model_from_example or init_model), got {type(model).__name__}"
+        )
+    vocab_size, d_model = check_matrix(func, f"{name}.token_embeddings", model.token_embeddings, finite=True)
+    positions, width = check_matrix(func, f"{name}.position_embeddings", model.position_embeddings, finite=True)
+    if width != d_model:
+        raise ShapeError(f"{func}: {name}.position_embeddings rows have {width} entries and "
+                         f"{name}.token_embeddings rows have {d_model}; both must be d_model wide")
+    dims = check_weights(func, f"{name}.attention", model.attention)
+    if dims.d_model != d_model:
+        raise ShapeError(f"{func}: {name}.attention is for d_model {dims.d_model} but the embeddings are "
+                         f"{d_model} wide")
+    rows, cols = check_matrix(func, f"{name}.W_vocab", model.W_vocab, finite=True)
+    if (rows, cols) != (d_model, vocab_size):
+        raise ShapeError(f"{func}: {name}.W_vocab is {rows}x{cols}; it must be d_model x vocab_size = "
+                         f"{d_model}x{vocab_size}")
+    if check_vector(func, f"{name}.b_vocab", model.b_vocab, finite=True) != vocab_size:
+        raise ShapeError(f"{func}: {name}.b_vocab has {len(model.b_vocab)} entries; it needs one per token "
+                         f"({vocab_size})")
+    parameters = sum(len(M) * len(M[0]) for M in _matrices(model)) + vocab_size
+    return _Sizes(vocab_size, positions, parameters)
+
+
+@kind("training ids")
+def _check_ids(func: str, name: str, ids: object, expected: tuple = (), *, at_least: int = 1) -> None:
+    """ids (T,), T >= at_least: token ids of 0 or more.
+
+    With a model's sizes, ``expected`` = (vocab_size, positions), the ids must be ones
+    the model has rows for: one token row each, one position row each.
+    """
+    if not isinstance(ids, (list, tuple)) or len(ids) < at_least:
+        what = "a non-empty list of" if at_least == 1 else f"a list of at least {at_least}"
+        raise ShapeError(f"{func}: {name} must be {what} token ids, got {ids!r:.60}")
+    if not expected:  # no model: any token id of 0 or more
+        for i, t in enumerate(ids):
+            if check_int(func, f"{name}[{i}]", t) < 0:
+                raise ValueError(f"{func}: {name}[{i}] is {t}; token ids are 0 or more")
+        return
+    vocab_size, positions = expected
+    if len(ids) > positions:
+        raise ShapeError(
+            f"{func}: {name} has {len(ids)} tokens but the position table has "
+            f"{positions} rows; it needs one row per position"
+        )
+    for i, t in enumerate(ids):
+        if not 0 <= check_int(func, f"{name}[{i}]", t) < vocab_size:
+            raise ValueError(f"{func}: {name}[{i}] is {t}; token ids must be 0 to {vocab_size - 1}")
+
+
+@kind("training sequence")
+def _check_sequence(func: str, name: str, ids: object, expected: tuple) -> None:
+    """A sequence to score: at least 2 token ids, since position 0 has no target."""
+    _check_ids(func, name, ids, expected, at_least=2)
+
+
+@kind("training sequences")
+def _check_sequences(func: str, name: str, sequences: object, expected: tuple) -> None:
+    if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
+        raise ShapeError(f"{func}: {name} must be a non-empty list of sequences (lists of token ids), "
+                         f"got {sequences!r:.60}")
+    for n, ids in enumerate(sequences):
+        _check_ids(func, f"{name}[{n}]", ids, expected, at_least=2)
+
+
+@kind("training targets")
+def _check_targets(func: str, name: str, target: object, expected: tuple) -> None:
+    """One entry per row of the logits (T of them): None, or a column of the logits (0 to vocab_size - 1)."""
+    rows, vocab_size = expected
+    if not isinstance(target, (list, tuple)) or len(target) != rows:
+        raise ShapeError(
+            f"{func}: {name} must be a list with one entry (a token id or None) per row of logits ({rows})")
+    for i, t in enumerate(target):
+        if t is not None and not 0 <= check_int(func, f"{name}[{i}]", t) < vocab_size:
+            raise ValueError(
+                f"{func}: {name}[{i}] is {t}; a target must be None or a column of logits, 0 to {vocab_size - 1}")
+    if all(t is None for t in target):
+        raise ValueError(f"{func}: every target is None; there is nothing to score")
+
+
+@kind("training example")
+def _check_example(func: str, name: str, ex: object, expected: tuple = ()) -> None:
+    """An Example whose tables, weights and seed make a model (as ``running_example`` builds them)."""
+    if not isinstance(ex, Example):
+        raise TypeError(f"{func}: {name} must be an Example (from running_example), got {type(ex).__name__}")
+    _, width = check_matrix(func, f"{name}.token_embeddings", ex.token_embeddings, finite=True)
+    _, d_model = check_matrix(func, f"{name}.x", ex.x, finite=True)
+    _, positions_width = check_matrix(func, f"{name}.position_embeddings", ex.position_embeddings, finite=True)
+    for table, w in (("token_embeddings", width), ("position_embeddings", positions_width)):
+        if w != d_model:
+            raise ShapeError(f"{func}: {name}.{table} rows have {w} entries and {name}.x rows have {d_model}; "
+                             "both must be d_model wide")
+    dims = check_weights(func, f"{name}.weights", ex.weights)
+    if dims.d_model != d_model:
+        raise ShapeError(f"{func}: {name}.weights is for d_model {dims.d_model} but the embeddings are "
+                         f"{d_model} wide")
+    if not isinstance(ex.settings, dict) or "seed" not in ex.settings:
+        raise TypeError(f"{func}: {name}.settings must be the dict of running_example's settings, with the seed")
+    check_int(func, f"{name}.seed", ex.seed)
+
+
+@kind("adam state")
+def _check_adam_state(func: str, name: str, state: object, expected: tuple) -> None:
+    """The state of the previous step, for n parameters: a step count, and n running means each."""
+    (n,) = expected
+    if not isinstance(state, AdamState):
+        raise TypeError(f"{func}: {name} must be None (the first step) or the AdamState of the previous step, "
+                        f"got {type(state).__name__}")
+    check_size(func, f"{name}.step", state.step, MAX_ADAM_STEP)
+    for field, values in (("m", state.m), ("v", state.v)):
+        if check_vector(func, f"{name}.{field}", values, finite=True) != n:
+            raise ShapeError(f"{func}: {name}.{field} has {len(values)} entries and params has {n}; one per parameter")
+    for i, v_i in enumerate(state.v):
+        if v_i < 0:
+            raise ValueError(f"{func}: {name}.v[{i}] is {v_i}; a running mean of squares is 0 or more")
+
+
+# === The model ===
+
+
+def _init_model_rules(func: str, arguments: dict, sizes: dict) -> None:
+    """Every size within its limit (at most d_model heads), embed_std within MAX_STD, heads that split d_model."""
+    d_model, num_heads = arguments["d_model"], arguments["num_heads"]
+    for name, limit in (("vocab_size", MAX_VOCAB), ("seq_len", MAX_SEQ_LEN), ("d_model", MAX_D_MODEL),
+                        ("num_heads", d_model)):
+        check_size(func, name, arguments[name], limit)
+    check_std(func, "embed_std", arguments["embed_std"])
+    check_layer_settings(func, d_model, num_heads, seed=arguments["seed"])
+
+
+@checked(vocab_size="positive int", seq_len="positive int", d_model="positive int", num_heads="positive int",
+         seed="int", embed_std="positive number", also=_init_model_rules)
 def init_model(
     vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, seed: int, embed_std: float = EMBED_STD
 ) -> Model:
@@ -97,14 +248,6 @@ def init_model(
     >>> len(m.token_embeddings), len(m.position_embeddings), len(m.W_vocab), len(m.b_vocab)
     (5, 6, 8, 5)
     """
-    func = "init_model"
-    for name, value, limit in (("vocab_size", vocab_size, MAX_VOCAB), ("seq_len", seq_len, MAX_SEQ_LEN),
-                               ("d_model", d_model, MAX_D_MODEL), ("num_heads", num_heads, d_model)):
-        check_size(func, name, value, limit)
-    check_int(func, "seed", seed)
-    check_std(func, "embed_std", embed_std)
-    check_layer_settings(func, d_model, num_heads, seed=seed)
-
     def table(rows: int, name: str) -> Matrix:
         rng = derive_rng(seed, name)
         return [[rng.gauss(0.0, embed_std) for _ in range(d_model)] for _ in range(rows)]
@@ -118,64 +261,7 @@ def init_model(
     )
 
 
-class _Sizes(NamedTuple):
-    vocab_size: int  # rows of the token table
-    seq_len: int  # rows of the position table: the longest sequence the model reads
-
-
-def _check_model(func: str, model: object) -> _Sizes:
-    """Every table of the model: finite numbers, and shapes that fit each other; return its sizes."""
-    if not isinstance(model, Model):
-        raise TypeError(
-            f"{func}: model must be a Model (from model_from_example or init_model), got {type(model).__name__}"
-        )
-    vocab_size, d_model = check_matrix(func, "model.token_embeddings", model.token_embeddings, finite=True)
-    seq_len, width = check_matrix(func, "model.position_embeddings", model.position_embeddings, finite=True)
-    if width != d_model:
-        raise ShapeError(f"{func}: model.position_embeddings rows have {width} entries and "
-                         f"model.token_embeddings rows have {d_model}; both must be d_model wide")
-    dims = check_weights(func, "model.attention", model.attention)
-    if dims.d_model != d_model:
-        raise ShapeError(f"{func}: model.attention is for d_model {dims.d_model} but the embeddings are "
-                         f"{d_model} wide")
-    rows, cols = check_matrix(func, "model.W_vocab", model.W_vocab, finite=True)
-    if (rows, cols) != (d_model, vocab_size):
-        raise ShapeError(f"{func}: model.W_vocab is {rows}x{cols}; it must be d_model x vocab_size = "
-                         f"{d_model}x{vocab_size}")
-    if check_vector(func, "model.b_vocab", model.b_vocab, finite=True) != vocab_size:
-        raise ShapeError(f"{func}: model.b_vocab has {len(model.b_vocab)} entries; it needs one per token "
-                         f"({vocab_size})")
-    return _Sizes(vocab_size, seq_len)
-
-
-def _check_ids(func: str, sizes: _Sizes, ids: object, name: str = "ids", *, at_least: int = 1) -> None:
-    """ids must be a list of token ids the model has rows for: one token row each, one position row each."""
-    if not isinstance(ids, (list, tuple)) or len(ids) < at_least:
-        raise ShapeError(f"{func}: {name} must be a list of at least {at_least} token ids, got {ids!r:.60}")
-    if len(ids) > sizes.seq_len:
-        raise ShapeError(
-            f"{func}: {name} has {len(ids)} tokens but the position table has "
-            f"{sizes.seq_len} rows; it needs one row per position"
-        )
-    for i, t in enumerate(ids):
-        if not 0 <= check_int(func, f"{name}[{i}]", t) < sizes.vocab_size:
-            raise ValueError(
-                f"{func}: {name}[{i}] is {t}; token ids must be 0 to {sizes.vocab_size - 1}"
-            )
-
-
-def _check_model_and_ids(func: str, model: object, ids: object, *, at_least: int = 1) -> None:
-    _check_ids(func, _check_model(func, model), ids, at_least=at_least)
-
-
-def _check_sequences(func: str, model: object, sequences: object, *, at_least: int = 1) -> None:
-    sizes = _check_model(func, model)
-    if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
-        raise ShapeError(f"{func}: give a non-empty list of sequences (lists of token ids)")
-    for n, ids in enumerate(sequences):
-        _check_ids(func, sizes, ids, f"sequences[{n}]", at_least=at_least)
-
-
+@checked(ex="training example")
 def model_from_example(ex: Example) -> Model:
     """The running example as a model to train: its embedding tables and attention weights as they are,
     and a new (d_model, vocab_size) W_vocab, drawn from ``derive_rng(ex.seed, "training/W_vocab")``.
@@ -185,10 +271,6 @@ def model_from_example(ex: Example) -> Model:
     >>> len(m.W_vocab), len(m.W_vocab[0]), m.b_vocab
     (16, 6, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     """
-    if not isinstance(ex, Example):
-        raise TypeError(f"model_from_example: ex must be an Example (from running_example), got {type(ex).__name__}")
-    check_matrix("model_from_example", "ex.token_embeddings", ex.token_embeddings, finite=True)
-    check_matrix("model_from_example", "ex.x", ex.x, finite=True)
     vocab_size, d_model = len(ex.token_embeddings), len(ex.x[0])
     W_vocab = init_matrix(d_model, vocab_size, derive_rng(ex.seed, "training/W_vocab"))
     copy = lambda M: [list(row) for row in M]  # noqa: E731
@@ -198,31 +280,30 @@ def model_from_example(ex: Example) -> Model:
 # === The task ===
 
 
+def _sequences_rules(func: str, arguments: dict, sizes: dict) -> None:
+    check_size(func, "count", arguments["count"], MAX_SEQUENCES)
+    check_size(func, "seq_len", arguments["seq_len"], MAX_SEQ_LEN)
+    if not isinstance(arguments["rng"], random.Random):
+        raise TypeError(f"{func}: rng must be a random.Random, got {type(arguments['rng']).__name__}")
+
+
+@checked(count="positive int", seq_len="positive int", vocab_size="positive int", also=_sequences_rules)
 def make_sequences(count: int, seq_len: int, vocab_size: int, rng: random.Random) -> list[list[int]]:
     """``count`` sequences of ``seq_len`` token ids drawn uniformly from 0..vocab_size-1.
 
     >>> make_sequences(2, 4, 5, random.Random(0))
     [[3, 3, 0, 2], [4, 3, 3, 2]]
     """
-    check_size("make_sequences", "count", count, MAX_SEQUENCES)
-    check_size("make_sequences", "seq_len", seq_len, MAX_SEQ_LEN)
-    check_positive_int("make_sequences", "vocab_size", vocab_size)
-    if not isinstance(rng, random.Random):
-        raise TypeError(f"make_sequences: rng must be a random.Random, got {type(rng).__name__}")
     return [[rng.randrange(vocab_size) for _ in range(seq_len)] for _ in range(count)]
 
 
+@checked(ids="training ids")
 def targets(ids: Sequence[int]) -> list[Optional[int]]:
     """What each position must predict: the previous token (nothing at position 0).
 
     >>> targets([3, 1, 4, 1])
     [None, 3, 1, 4]
     """
-    if not isinstance(ids, (list, tuple)) or len(ids) == 0:
-        raise ShapeError(f"targets: ids must be a non-empty list of token ids, got {ids!r:.60}")
-    for i, t in enumerate(ids):
-        if check_int("targets", f"ids[{i}]", t) < 0:
-            raise ValueError(f"targets: ids[{i}] is {t}; token ids are 0 or more")
     return [None] + list(ids[:-1])
 
 
@@ -235,26 +316,28 @@ class ForwardPass(NamedTuple):
     logits: Matrix  # (T, vocab_size)
 
 
-@checked()
+@checked(model="training model", ids="training ids vocab_size positions", finite_result=lambda fwd: fwd.logits)
 def forward(model: Model, ids: Sequence[int]) -> ForwardPass:
     """Embeddings, causal multi-head attention and the projection to the vocabulary, for ids (T,)."""
-    _check_model_and_ids("forward", model, ids)
-    return _forward(model, ids)
-
-
-def _embed(model: Model, ids: Sequence[int]) -> Matrix:
-    """X = E_tok[ids] + E_pos[0..T-1]: (T, d_model)."""
-    return [[a + b for a, b in zip(model.token_embeddings[t], model.position_embeddings[i])]
-            for i, t in enumerate(ids)]
-
-
-def _forward(model: Model, ids: Sequence[int]) -> ForwardPass:
     x = _embed(model, ids)
     hidden = multi_head_attention(x, model.attention, mask=causal_mask(len(ids)))
     logits = add_row(matmul(hidden, model.W_vocab), model.b_vocab)
     return ForwardPass(x, hidden, logits)
 
 
+def _embed(model: Model, ids: Sequence[int]) -> Matrix:
+    """X = E_tok[ids] + E_pos[0..T-1]: (T, d_model)."""
+    x = [[a + b for a, b in zip(model.token_embeddings[t], model.position_embeddings[i])]
+         for i, t in enumerate(ids)]
+    if not all_finite(x):  # two entries near float64's largest: the door names the overflow
+        raise OverflowError("token embedding + position embedding")
+    return x
+
+
+# Its result is looked at even when a checked function calls it (inside=True): a loss that overflows
+# to inf would otherwise go unseen, and is then reported under the caller's name.
+@checked(logits="finite matrix T vocab_size", target="training targets T vocab_size",
+         finite_result=lambda result: result[0], inside=True)
 def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[float, Matrix]:
     """Mean of -log softmax(logits[i])[target[i]] over the rows with a target; and d loss / d logits.
 
@@ -265,16 +348,7 @@ def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[floa
     >>> round(loss, 4), d
     (0.6931, [[0.5, -0.5], [0.0, 0.0]])
     """
-    func = "cross_entropy"
-    rows, vocab_size = check_matrix(func, "logits", logits, finite=True)
-    if not isinstance(target, (list, tuple)) or len(target) != rows:
-        raise ShapeError(f"{func}: target must be a list with one entry (a token id or None) per row of logits ({rows})")
-    for i, t in enumerate(target):
-        if t is not None and not 0 <= check_int(func, f"target[{i}]", t) < vocab_size:
-            raise ValueError(f"{func}: target[{i}] is {t}; a target must be None or a column of logits, 0 to {vocab_size - 1}")
     n = sum(1 for t in target if t is not None)
-    if n == 0:
-        raise ValueError(f"{func}: every target is None; there is nothing to score")
     losses, grads = [], []
     for row, t in zip(logits, target):
         if t is None:
@@ -285,27 +359,16 @@ def cross_entropy(logits: Matrix, target: Sequence[Optional[int]]) -> tuple[floa
         losses.append(log_total - row[t])
         p = softmax(row)
         grads.append([(p_j - (1.0 if j == t else 0.0)) / n for j, p_j in enumerate(p)])
-    try:  # logits far apart (1e308 and -1e308) give an infinite loss
-        loss = math.fsum(losses) / n
-    except OverflowError:
-        loss = math.inf
-    if not all_finite([[loss]]):
-        raise too_large(func)
-    return loss, grads
+    return math.fsum(losses) / n, grads  # logits far apart (1e308 and -1e308): an infinite loss, refused
 
 
 # === Gradients ===
 
 
-@checked()
+@checked(model="training model", ids="training sequence vocab_size positions")
 def model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
     """The loss on one sequence of ids (T,), T >= 2, and the gradient of every parameter, as a Model of gradients."""
-    _check_model_and_ids("model_gradients", model, ids, at_least=2)
-    return _model_gradients(model, ids)
-
-
-def _model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
-    fwd = _forward(model, ids)
+    fwd = forward(model, ids)
     loss, d_logits = cross_entropy(fwd.logits, targets(ids))
     dW_vocab = matmul(transpose(fwd.hidden), d_logits)
     db_vocab = column_sums(d_logits)
@@ -321,13 +384,9 @@ def _model_gradients(model: Model, ids: Sequence[int]) -> tuple[float, Model]:
     return loss, Model(d_tokens, d_positions, d_attention, dW_vocab, db_vocab)
 
 
+@checked(model="training model")
 def flatten(model: Model) -> list[float]:
     """Every parameter of the model in one list, in a fixed order (``unflatten`` reverses it)."""
-    _check_model("flatten", model)
-    return _flatten(model)
-
-
-def _flatten(model: Model) -> list[float]:
     flat: list[float] = []
     for M in _matrices(model):
         for row in M:
@@ -341,16 +400,10 @@ def _matrices(model: Model) -> list[Matrix]:
     return [model.token_embeddings, model.position_embeddings, *a.W_Q, *a.W_K, *a.W_V, a.W_O, model.W_vocab]
 
 
+@checked(like="training model", flat="finite vector parameters",
+         why={"parameters": "flat has {value} numbers but a model shaped like `like` has {expected}"})
 def unflatten(flat: Sequence[float], like: Model) -> Model:
     """A Model shaped like ``like`` holding the numbers of ``flat`` (the order of ``flatten``)."""
-    _check_model("unflatten", like)
-    size = len(_flatten(like))
-    if check_vector("unflatten", "flat", flat, finite=True) != size:
-        raise ShapeError(f"unflatten: flat has {len(flat)} numbers but a model shaped like `like` has {size}")
-    return _unflatten(flat, like)
-
-
-def _unflatten(flat: Sequence[float], like: Model) -> Model:
     position = 0
 
     def take(M: Matrix) -> Matrix:
@@ -370,19 +423,14 @@ def _unflatten(flat: Sequence[float], like: Model) -> Model:
     return Model(tokens, positions, MHAWeights(W_Q, W_K, W_V, W_O), W_vocab, b_vocab)
 
 
-@checked()
+@checked(model="training model", batch="training sequences vocab_size positions")
 def batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
     """Mean loss over a batch of sequences, and the mean gradient as a flat list (order of ``flatten``)."""
-    _check_sequences("batch_gradients", model, batch, at_least=2)
-    return _batch_gradients(model, batch)
-
-
-def _batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
     losses, grads = [], []
     for ids in batch:
-        loss, g = _model_gradients(model, ids)
+        loss, g = model_gradients(model, ids)
         losses.append(loss)
-        grads.append(_flatten(g))
+        grads.append(flatten(g))
     n = len(batch)
     return math.fsum(losses) / n, [math.fsum(entries) / n for entries in zip(*grads)]
 
@@ -396,6 +444,19 @@ class AdamState(NamedTuple):
     v: list[float]  # running mean of the squared gradients
 
 
+def _betas_in_range(func: str, arguments: dict, sizes: dict) -> None:
+    betas = arguments["betas"]
+    if not isinstance(betas, (list, tuple)) or len(betas) != 2 or not all(
+            0 <= check_number(func, "betas", b) < 1 for b in betas):
+        raise ValueError(f"{func}: betas must be two numbers in [0, 1), got {betas!r}")
+
+
+# Its result is looked at even when a checked function calls it (inside=True): a squared gradient,
+# or a step, beyond float64's range is refused under the caller's name.
+@checked(params="finite vector n", grads="finite vector n", state="optional adam state n", lr="positive number",
+         eps="positive number", also=_betas_in_range,
+         why={"grads": "params has {expected} entries and grads has {value}; one gradient per parameter"},
+         finite_result=lambda result: [result[0], result[1].m, result[1].v], inside=True)
 def adam_step(
     params: Sequence[float],
     grads: Sequence[float],
@@ -416,17 +477,6 @@ def adam_step(
     >>> [round(x, 6) for x in p], s.step
     ([0.9, 1.1], 1)
     """
-    func = "adam_step"
-    n = check_vector(func, "params", params, finite=True)
-    if check_vector(func, "grads", grads, finite=True) != n:
-        raise ShapeError(f"{func}: params has {n} entries and grads has {len(grads)}; one gradient per parameter")
-    if state is not None:
-        _check_adam_state(func, state, n)
-    check_number(func, "lr", lr, positive=True)
-    check_number(func, "eps", eps, positive=True)
-    if not isinstance(betas, (list, tuple)) or len(betas) != 2 or not all(
-            0 <= check_number(func, "betas", b) < 1 for b in betas):
-        raise ValueError(f"{func}: betas must be two numbers in [0, 1), got {betas!r}")
     b1, b2 = betas
     m0 = [0.0] * len(params) if state is None else state.m
     v0 = [0.0] * len(params) if state is None else state.v
@@ -435,25 +485,23 @@ def adam_step(
     v = [b2 * v_i + (1 - b2) * g * g for v_i, g in zip(v0, grads)]
     c1, c2 = 1 - b1 ** t, 1 - b2 ** t
     new = [p - lr * (m_i / c1) / (math.sqrt(v_i / c2) + eps) for p, m_i, v_i in zip(params, m, v)]
-    if not all_finite([new, m, v]):  # a squared gradient, or a step, beyond float64's range
-        raise too_large(func)
     return new, AdamState(t, m, v)
 
 
-def _check_adam_state(func: str, state: object, n: int) -> None:
-    if not isinstance(state, AdamState):
-        raise TypeError(f"{func}: state must be None (the first step) or the AdamState of the previous step, "
-                        f"got {type(state).__name__}")
-    check_size(func, "state.step", state.step, MAX_ADAM_STEP)
-    for name, values in (("state.m", state.m), ("state.v", state.v)):
-        if check_vector(func, name, values, finite=True) != n:
-            raise ShapeError(f"{func}: {name} has {len(values)} entries and params has {n}; one per parameter")
-    for i, v_i in enumerate(state.v):
-        if v_i < 0:
-            raise ValueError(f"{func}: state.v[{i}] is {v_i}; a running mean of squares is 0 or more")
+def _train_rules(func: str, arguments: dict, sizes: dict) -> None:
+    """steps and batch_size within their limits; seq_len from 2 to the model's positions."""
+    check_size(func, "steps", arguments["steps"], MAX_STEPS)
+    check_size(func, "batch_size", arguments["batch_size"], MAX_BATCH)
+    seq_len = arguments["seq_len"]
+    if not 2 <= seq_len <= sizes["positions"]:
+        raise ValueError(
+            f"{func}: seq_len is {seq_len}; it must be at least 2 (position 0 has no target) and at most "
+            f"the {sizes['positions']} rows of the position table"
+        )
 
 
-@checked()
+@checked(model="training model", steps="positive int", batch_size="positive int", seq_len="positive int",
+         seed="int", lr="positive number", also=_train_rules)
 def train(
     model: Model,
     *,
@@ -467,71 +515,57 @@ def train(
 
     Returns the trained model and each step's loss (the batch's mean, before the step).
     """
-    func = "train"
-    sizes = _check_model(func, model)
-    check_size(func, "steps", steps, MAX_STEPS)
-    check_size(func, "batch_size", batch_size, MAX_BATCH)
-    if not 2 <= check_positive_int(func, "seq_len", seq_len) <= sizes.seq_len:
-        raise ValueError(
-            f"{func}: seq_len is {seq_len}; it must be at least 2 (position 0 has no target) and at most "
-            f"the {sizes.seq_len} rows of the position table"
-        )
-    check_int(func, "seed", seed)
-    check_number(func, "lr", lr, positive=True)
     rng = derive_rng(seed, "toy/batches")
-    params, state, losses = _flatten(model), None, []
+    vocab_size = len(model.token_embeddings)
+    params, state, losses = flatten(model), None, []
     for _ in range(steps):
-        batch = make_sequences(batch_size, seq_len, sizes.vocab_size, rng)
-        loss, grads = _batch_gradients(_unflatten(params, model), batch)
+        batch = make_sequences(batch_size, seq_len, vocab_size, rng)
+        loss, grads = batch_gradients(unflatten(params, model), batch)
         params, state = adam_step(params, grads, state, lr=lr)
         losses.append(loss)
-    return _unflatten(params, model), losses
+    return unflatten(params, model), losses
 
 
 # === Measuring what was learned ===
 
 
+def _square_self_attention(func: str, arguments: dict, sizes: dict) -> None:
+    rows, cols = sizes["T"], sizes["T_k"]
+    if rows != cols or rows < 2:
+        raise ShapeError(
+            f"{func}: attention is {rows}x{cols}; it must be square (self-attention) with at least 2 rows"
+        )
+
+
+@checked(attention="finite matrix T T_k", also=_square_self_attention)
 def previous_token_weight(attention: Matrix) -> float:
     """Mean weight that queries i >= 1 put on key i - 1 (1.0 = always exactly the previous token).
 
     >>> previous_token_weight([[1.0, 0.0, 0.0], [0.75, 0.25, 0.0], [0.0, 0.5, 0.5]])
     0.625
     """
-    rows, cols = check_matrix("previous_token_weight", "attention", attention, finite=True)
-    if rows != cols or rows < 2:
-        raise ShapeError(
-            f"previous_token_weight: attention is {rows}x{cols}; it must be square (self-attention) "
-            "with at least 2 rows"
-        )
     return math.fsum(attention[i][i - 1] for i in range(1, len(attention))) / (len(attention) - 1)
 
 
-@checked()
+@checked(model="training model", ids="training ids vocab_size positions")
 def attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
     """Each head's (T, T) attention weights when the model reads ``ids`` (T,)."""
-    _check_model_and_ids("attention_weights", model, ids)
-    return _attention_weights(model, ids)
-
-
-def _attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
     return attention_trace(_embed(model, ids), model.attention, mask=causal_mask(len(ids))).attention
 
 
-@checked()
+@checked(model="training model", sequences="training sequences vocab_size positions")
 def previous_token_weights(model: Model, sequences: Sequence[Sequence[int]]) -> list[float]:
     """Per head, ``previous_token_weight`` averaged over the sequences (each of at least 2 tokens)."""
-    _check_sequences("previous_token_weights", model, sequences, at_least=2)
-    per_sequence = [[previous_token_weight(A) for A in _attention_weights(model, ids)] for ids in sequences]
+    per_sequence = [[previous_token_weight(A) for A in attention_weights(model, ids)] for ids in sequences]
     return [math.fsum(column) / len(sequences) for column in zip(*per_sequence)]
 
 
-@checked()
+@checked(model="training model", sequences="training sequences vocab_size positions")
 def accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:
     """Fraction of positions i >= 1 where the most likely token is the previous one."""
-    _check_sequences("accuracy", model, sequences, at_least=2)
     right, total = 0, 0
     for ids in sequences:
-        logits = _forward(model, ids).logits
+        logits = forward(model, ids).logits
         for row, t in zip(logits[1:], targets(ids)[1:]):
             right += row.index(max(row)) == t
             total += 1
