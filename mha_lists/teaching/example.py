@@ -102,7 +102,8 @@ def _ids_fit(func: str, arguments: dict, sizes: dict) -> None:
 
 @checked(token_table="finite matrix n_tokens d_model", position_table="finite matrix n_positions d_model",
          also=_ids_fit, finite_result=True,  # two entries near float64's largest add up to inf
-         why={"d_model": "token rows have {expected} entries but position rows have {value}; both must be d_model wide"})
+         why={"d_model": "token rows have {expected} entries but position rows have {value}; "
+                         "both must be d_model wide"})
 def embed(ids: Sequence[int], token_table: Matrix, position_table: Matrix) -> Matrix:
     """X[i] = token_table[ids[i]] + position_table[i]: (len(ids), d_model).
 

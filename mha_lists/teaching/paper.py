@@ -175,7 +175,8 @@ def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:
         for row in S:
             top = max(row)
             for s in row:
-                seen.add(int(s - top))  # -1.7e308 - 1.7e308 is -inf: int() raises OverflowError, the door says "too large"
+                # -1.7e308 - 1.7e308 is -inf: int() raises OverflowError, which the door reports as too large.
+                seen.add(int(s - top))
     return sorted(seen, reverse=True)
 
 

@@ -215,10 +215,10 @@ def view(t: Strided, shape: tuple[int, ...]) -> Strided:
 
 
 def _dims_exist(func: str, arguments: dict, sizes: dict) -> None:
-    for name in ("dim0", "dim1"):
-        d = arguments[name]
-        if not 0 <= d < len(arguments["t"].shape):
-            raise ValueError(f"{func}: dimension {d} does not exist in a {len(arguments['t'].shape)}-dimensional tensor")
+    dims = len(arguments["t"].shape)
+    for d in (arguments["dim0"], arguments["dim1"]):
+        if not 0 <= d < dims:
+            raise ValueError(f"{func}: dimension {d} does not exist in a {dims}-dimensional tensor")
 
 
 @checked(t="strided tensor", dim0="int", dim1="int", also=_dims_exist)
@@ -288,8 +288,9 @@ def strided_split_heads(t: Strided, num_heads: int) -> Strided:
 
 
 def _four_dims(func: str, arguments: dict, sizes: dict) -> None:
-    if len(arguments["t"].shape) != 4:
-        raise ShapeError(f"{func}: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {arguments['t'].shape}")
+    shape = arguments["t"].shape
+    if len(shape) != 4:
+        raise ShapeError(f"{func}: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {shape}")
 
 
 @checked(t="strided tensor", also=_four_dims)

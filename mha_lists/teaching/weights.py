@@ -74,7 +74,9 @@ def _check_std_kind(func: str, name: str, std: object, expected: tuple = ()) -> 
 def _check_rng(func: str, name: str, rng: object, expected: tuple = ()) -> random.Random:
     """A generator of its own: a ``random.Random``, never the module ``random`` (the global one)."""
     if not isinstance(rng, random.Random):
-        raise TypeError(f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}")
+        raise TypeError(
+            f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}"
+        )
     return rng
 
 
