@@ -300,7 +300,7 @@ R = random.Random(0)
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: weights.derive_rng(1.5, "x"), TypeError, "derive_rng: seed must be an int, got 1.5 (float)"),
-    (lambda: weights.derive_rng(1, 5), TypeError, "derive_rng: name must be a str, got 5"),
+    (lambda: weights.derive_rng(1, 5), TypeError, "derive_rng: name must be a str, got 5 (int)"),
     (lambda: weights.init_matrix(0, 2, R), ValueError, "init_matrix: rows must be a positive int, got 0"),
     (lambda: weights.init_matrix(2, 0, R), ValueError, "init_matrix: cols must be a positive int, got 0"),
     (lambda: weights.init_matrix(2, 2, R, fan_in=0), ValueError, "init_matrix: fan_in must be a positive int, got 0"),

@@ -10,9 +10,15 @@ check the formula against real calls.
 from __future__ import annotations
 
 from ..core.attention import multiply_adds  # noqa: F401  (the formula MultiplyAddCounter is checked against)
+from ..core.checks import checked
 from ..core.matrix import Matrix, matmul
 
 __all__ = ["MultiplyAddCounter"]
+
+
+def _step_is_a_str(func: str, arguments: dict, sizes: dict) -> None:
+    if not isinstance(arguments["step"], str):
+        raise TypeError(f"{func}: step must be a str (the name to count under), got {arguments['step']!r}")
 
 
 class MultiplyAddCounter:
@@ -28,10 +34,14 @@ class MultiplyAddCounter:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
 
+    # Its messages say "matmul:", as the product's own do: the counter stands in for matmul.
+    @checked(A="finite matrix n m", B="finite matrix m p", also=_step_is_a_str, finite_result=True)
     def matmul(self, step: str, A: Matrix, B: Matrix) -> Matrix:
-        """``matmul(A, B)``, adding its n * m * p multiply-adds to ``counts[step]``."""
-        if not isinstance(step, str):
-            raise TypeError(f"matmul: step must be a str (the name to count under), got {step!r}")
+        """``matmul(A, B)``, adding its n * m * p multiply-adds to ``counts[step]``.
+
+        A product that overflows float64 is refused after it was done: its
+        multiply-adds are counted, as work done.
+        """
         C = matmul(A, B)
         self.counts[step] = self.counts.get(step, 0) + len(A) * len(B) * len(C[0])
         return C

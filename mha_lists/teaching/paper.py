@@ -36,11 +36,10 @@ table_softmax(row, scale)      the softmax a student does with that table
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_rows, check_vector, too_large
+from ..core.checks import check_matrix, checked
 from ..core.matrix import Matrix, Vector, matmul, transpose
 from ..core.attention import MHAWeights
 
@@ -117,24 +116,26 @@ def paper_example() -> PaperExample:
     return PaperExample(list(PAPER_TOKENS), list(PAPER_FEATURES), copy(_X), weights, list(PAPER_HEADS))
 
 
+@checked(Q="finite matrix T d_k", K="finite matrix T_k d_k", finite_result=True,
+         why={"d_k": "Q and K must have the same number of columns (d_k) to be multiplied"})
 def raw_scores(Q: Matrix, K: Matrix) -> Matrix:
     """Q (T, d_k) times K^T (d_k, T_k): the (T, T_k) scores before scaling.
 
     >>> raw_scores([[2, 0]], [[2, 0], [0, 2], [-2, 0]])
     [[4.0, 0.0, -4.0]]
     """
-    func = "raw_scores"
-    n, d_k = check_matrix(func, "Q", Q, finite=True)
-    n_k, d_k_k = check_matrix(func, "K", K, finite=True)
-    if d_k != d_k_k:
-        raise ShapeError(f"{func}: Q is {n}x{d_k} and K is {n_k}x{d_k_k}; Q and K must have the same number "
-                         "of columns (d_k) to be multiplied")
-    try:
-        return matmul(Q, transpose(K))
-    except ValueError as error:  # the arguments are checked: only an overflow is left
-        raise too_large(func) from error
+    return matmul(Q, transpose(K))
 
 
+def _whole_numbers(func: str, arguments: dict, sizes: dict) -> None:
+    for i, row in enumerate(arguments["M"]):
+        for j, value in enumerate(row):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    isinstance(value, int) or value.is_integer()):
+                raise ValueError(f"{func}: M[{i}][{j}] is {value!r}, not a whole number")
+
+
+@checked(M="rows n m", also=_whole_numbers)
 def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:
     """M (n, m) with every whole-number entry as an int, for printing integers as integers.
 
@@ -145,28 +146,11 @@ def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:
     ...
     ValueError: integer_matrix: M[0][0] is 0.5, not a whole number
     """
-    check_rows("integer_matrix", "M", M)
-    out = []
-    for i, row in enumerate(M):
-        new_row = []
-        for j, value in enumerate(row):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    isinstance(value, int) or value.is_integer()):
-                raise ValueError(f"integer_matrix: M[{i}][{j}] is {value!r}, not a whole number")
-            new_row.append(int(value))
-        out.append(new_row)
-    return out
+    return [[int(value) for value in row] for row in M]
 
 
-def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:
-    """Every d = s - max(row) that occurs in some (integer) score matrices, largest first.
-
-    A student looks up e^(d * scale) for each; d = 0 is always there (each row's maximum).
-
-    >>> score_differences([[[4, 0, -4]], [[0, 4, 0]]])
-    [0, -4, -8]
-    """
-    func = "score_differences"
+def _whole_score_matrices(func: str, arguments: dict, sizes: dict) -> None:
+    score_matrices = arguments["score_matrices"]
     if not isinstance(score_matrices, (list, tuple)) or not score_matrices:
         raise TypeError(f"{func}: score_matrices must be a non-empty list of matrices, got {score_matrices!r:.60}")
     for i, S in enumerate(score_matrices):
@@ -175,15 +159,24 @@ def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:
             for s in row:
                 if not float(s).is_integer():
                     raise ValueError(f"{func}: score_matrices[{i}] holds {s!r}; raw scores must be whole numbers")
+
+
+@checked(also=_whole_score_matrices)
+def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:
+    """Every d = s - max(row) that occurs in some (integer) score matrices, largest first.
+
+    A student looks up e^(d * scale) for each; d = 0 is always there (each row's maximum).
+
+    >>> score_differences([[[4, 0, -4]], [[0, 4, 0]]])
+    [0, -4, -8]
+    """
     seen = set()
     for S in score_matrices:
         for row in S:
             top = max(row)
             for s in row:
-                d = s - top
-                if not math.isfinite(d):  # 1.7e308 - (-1.7e308)
-                    raise too_large(func)
-                seen.add(int(d))
+                # -1.7e308 - 1.7e308 is -inf: int() raises OverflowError, which the door reports as too large.
+                seen.add(int(s - top))
     return sorted(seen, reverse=True)
 
 
@@ -195,30 +188,26 @@ class ExpRow(NamedTuple):
     exp: float
 
 
+def _digits_in_range(func: str, arguments: dict, sizes: dict) -> None:
+    if not 0 <= arguments["digits"] <= 17:
+        raise ValueError(f"{func}: digits is {arguments['digits']}; give 0 to 17 digits after the point")
+
+
+# math.exp raises OverflowError past float64's largest (x > 709.78...), which the door reports as too large;
+# x itself is inf or -inf when d * scale overflows, which the door sees in the table.
+@checked(differences="finite vector n", scale="positive number", digits="int", also=_digits_in_range,
+         finite_result=lambda table: [row.x for row in table])
 def exp_table(differences: Sequence[int], scale: float, digits: int = 4) -> list[ExpRow]:
     """One row (d, x = d * scale, e^x rounded to ``digits``) per difference, in the given order.
 
     >>> exp_table([0, -4], 0.5)
     [ExpRow(d=0, x=0.0, exp=1.0), ExpRow(d=-4, x=-2.0, exp=0.1353)]
     """
-    func = "exp_table"
-    check_vector(func, "differences", differences, finite=True)
-    _check_scale_and_digits(func, scale, digits)
     xs = [d * scale for d in differences]
-    if not all(math.isfinite(x) and x <= _LARGEST_EXPONENT for x in xs):
-        raise too_large(func)
     return [ExpRow(d, x, round(math.exp(x), digits)) for d, x in zip(differences, xs)]
 
 
-_LARGEST_EXPONENT = math.log(sys.float_info.max)  # about 709.78: e^x is past float64's largest above it
-
-
-def _check_scale_and_digits(func: str, scale: object, digits: object) -> None:
-    check_number(func, "scale", scale, positive=True)
-    if not 0 <= check_int(func, "digits", digits) <= 17:
-        raise ValueError(f"{func}: digits is {digits}; give 0 to 17 digits after the point")
-
-
+@checked(raw_row="finite vector n", scale="positive number", digits="int", also=_digits_in_range)
 def table_softmax(raw_row: Sequence[float], scale: float, digits: int = 4) -> Vector:
     """Softmax of ``raw_row * scale`` the pencil way: e^x from the rounded table, then divide.
 
@@ -229,9 +218,6 @@ def table_softmax(raw_row: Sequence[float], scale: float, digits: int = 4) -> Ve
     >>> [round(w, 4) for w in table_softmax([4, 0, -4], 0.5)]
     [0.8669, 0.1173, 0.0159]
     """
-    func = "table_softmax"
-    check_vector(func, "raw_row", raw_row, finite=True)
-    _check_scale_and_digits(func, scale, digits)
     top = max(raw_row)
     # Every x = (s - top) * scale is 0 or less, so e^x is at most 1; far below the top it is 0.0.
     exps = [round(math.exp((s - top) * scale), digits) for s in raw_row]

@@ -12,7 +12,7 @@ import math
 from itertools import product
 from typing import NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_positive_int, is_number
+from ..core.checks import ShapeError, check_int, check_positive_int, checked, is_number, kind
 
 __all__ = ["Strided", "tensor", "view", "transpose_dims", "contiguous", "is_contiguous", "tolist", "element",
            "storage_index", "row_major_strides", "strided_split_heads", "strided_merge_heads"]
@@ -22,30 +22,35 @@ MAX_DIMS = 64  # dimensions of a tensor here
 MAX_ELEMENTS = 10_000_000  # elements of a tensor here (a stride of 0 can read many from one number)
 
 
-def _check_tensor(func: str, t: object) -> "Strided":
+# === Two kinds of argument for the door (``checked``): a tensor and a shape ===
+
+
+@kind("strided tensor")
+def _check_tensor(func: str, name: str, t: object, expected: tuple = ()) -> None:
     """A Strided whose shape, strides and offset only ever read inside its storage."""
     if not isinstance(t, Strided):
-        raise TypeError(f"{func}: t must be a Strided tensor (see tensor()), got {type(t).__name__}")
+        raise TypeError(f"{func}: {name} must be a Strided tensor (see tensor()), got {type(t).__name__}")
     if not isinstance(t.data, list):
-        raise TypeError(f"{func}: t.data must be a list (the storage), got {type(t.data).__name__}")
-    shape = _check_shape(func, t.shape, "t.shape")
+        raise TypeError(f"{func}: {name}.data must be a list (the storage), got {type(t.data).__name__}")
+    shape = _check_shape(func, f"{name}.shape", t.shape)
     if not isinstance(t.strides, (list, tuple)) or len(t.strides) != len(shape):
-        raise ShapeError(f"{func}: t.strides is {t.strides!r:.60}; it needs one int per dimension ({len(shape)})")
+        raise ShapeError(f"{func}: {name}.strides is {t.strides!r:.60}; it needs one int per dimension ({len(shape)})")
     for d, stride in enumerate(t.strides):
-        if check_int(func, f"t.strides[{d}]", stride) < 0:
-            raise ValueError(f"{func}: t.strides[{d}] is {stride}; strides here are 0 or more")
-    if check_int(func, "t.offset", t.offset) < 0:
-        raise ValueError(f"{func}: t.offset is {t.offset}; an offset is 0 or more")
+        if check_int(func, f"{name}.strides[{d}]", stride) < 0:
+            raise ValueError(f"{func}: {name}.strides[{d}] is {stride}; strides here are 0 or more")
+    if check_int(func, f"{name}.offset", t.offset) < 0:
+        raise ValueError(f"{func}: {name}.offset is {t.offset}; an offset is 0 or more")
     last = t.offset + sum((n - 1) * stride for n, stride in zip(shape, t.strides))
     if last >= len(t.data):
         raise ShapeError(
-            f"{func}: t's storage has {len(t.data)} entries but its shape {shape}, strides {tuple(t.strides)} "
+            f"{func}: {name}'s storage has {len(t.data)} entries but its shape {shape}, strides {tuple(t.strides)} "
             f"and offset {t.offset} reach index {last}; the storage must hold every element"
         )
-    return t
 
 
-def _check_shape(func: str, shape: object, name: str = "shape") -> tuple[int, ...]:
+@kind("strided shape")
+def _check_shape(func: str, name: str, shape: object, expected: tuple = ()) -> tuple[int, ...]:
+    """A non-empty tuple of positive ints, of at most MAX_DIMS dimensions and MAX_ELEMENTS elements."""
     if not isinstance(shape, (list, tuple)) or not shape:
         raise TypeError(f"{func}: {name} must be a non-empty tuple of positive ints, got {shape!r:.60}")
     if len(shape) > MAX_DIMS:
@@ -66,13 +71,14 @@ class Strided(NamedTuple):
     offset: int = 0
 
 
+@checked(shape="strided shape")
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Strides of a contiguous tensor: the last dimension moves by 1.
 
     >>> row_major_strides((2, 5, 16))
     (80, 16, 1)
     """
-    return _row_major_strides(_check_shape("row_major_strides", shape))
+    return _row_major_strides(shape)
 
 
 def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -83,61 +89,54 @@ def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _nested_shape(nested) -> tuple[int, ...]:
+def _check_nested(func: str, arguments: dict, sizes: dict) -> None:
+    """Nested lists of numbers, all lists at one depth the same length, at most MAX_DIMS deep."""
+    nested = arguments["nested"]
     if not isinstance(nested, (list, tuple)):
-        raise TypeError(f"tensor: nested must be a list (of lists) of numbers, got {type(nested).__name__}")
-    dims = []
-    while isinstance(nested, (list, tuple)):
-        if not nested:
-            raise ShapeError("tensor: empty lists have no shape to read")
-        if len(dims) == MAX_DIMS:
-            raise ValueError(f"tensor: the lists are nested more than {MAX_DIMS} deep; at most {MAX_DIMS} dimensions")
-        dims.append(len(nested))
-        nested = nested[0]
-    return tuple(dims)
+        raise TypeError(f"{func}: nested must be a list (of lists) of numbers, got {type(nested).__name__}")
+    shape, node = [], nested
+    while isinstance(node, (list, tuple)):  # down the first branch: the shape every branch must have
+        if not node:
+            raise ShapeError(f"{func}: empty lists have no shape to read")
+        if len(shape) == MAX_DIMS:
+            raise ValueError(f"{func}: the lists are nested more than {MAX_DIMS} deep; at most {MAX_DIMS} dimensions")
+        shape.append(len(node))
+        node = node[0]
+
+    def walk(node: object, depth: int) -> None:
+        if depth == len(shape):
+            if isinstance(node, (list, tuple)):
+                raise ShapeError(f"{func}: the nesting is deeper in some places than others")
+            if not is_number(node):
+                raise TypeError(f"{func}: an entry is {node!r:.40} ({type(node).__name__}); entries must be numbers")
+            return
+        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
+            raise ShapeError(f"{func}: ragged at depth {depth}; every list there must have {shape[depth]} items")
+        for child in node:
+            walk(child, depth + 1)
+
+    walk(nested, 0)
 
 
+@checked(also=_check_nested)
 def tensor(nested) -> Strided:
     """Copy nested lists (all rows the same length) into a contiguous Strided tensor.
 
     >>> tensor([[1, 2, 3], [4, 5, 6]])
     Strided(data=[1, 2, 3, 4, 5, 6], shape=(2, 3), strides=(3, 1), offset=0)
     """
-    shape = _nested_shape(nested)
-    data = []
-
-    def flatten(node, depth):
-        if depth == len(shape):
-            if isinstance(node, (list, tuple)):
-                raise ShapeError("tensor: the nesting is deeper in some places than others")
-            if not is_number(node):
-                raise TypeError(f"tensor: an entry is {node!r:.40} ({type(node).__name__}); entries must be numbers")
-            data.append(node)
-            return
-        if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
-            raise ShapeError(f"tensor: ragged at depth {depth}; every list there must have {shape[depth]} items")
-        for child in node:
-            flatten(child, depth + 1)
-
-    flatten(nested, 0)
-    return Strided(data, shape, _row_major_strides(shape))
+    shape, node = [], nested
+    while isinstance(node, (list, tuple)):
+        shape.append(len(node))
+        node = node[0]
+    data = nested
+    for _ in shape[1:]:  # one level of nesting less each time
+        data = [entry for part in data for entry in part]
+    return Strided(list(data), tuple(shape), _row_major_strides(shape))
 
 
-def storage_index(t: Strided, index: tuple[int, ...]) -> int:
-    """Where element ``index`` lives in ``t.data``: offset + sum of index * stride.
-
-    >>> storage_index(tensor([[1, 2, 3], [4, 5, 6]]), (1, 2))
-    5
-    """
-    return _storage_index("storage_index", t, index)
-
-
-def _storage_index(func: str, t: Strided, index: tuple[int, ...]) -> int:
-    _check_tensor(func, t)
-    return _checked_index(func, t, index)
-
-
-def _checked_index(func: str, t: Strided, index: tuple[int, ...]) -> int:
+def _index_in_range(func: str, arguments: dict, sizes: dict) -> None:
+    t, index = arguments["t"], arguments["index"]
     if not isinstance(index, (list, tuple)):
         raise TypeError(f"{func}: index must be a tuple of ints, got {index!r}")
     if len(index) != len(t.shape):
@@ -145,26 +144,35 @@ def _checked_index(func: str, t: Strided, index: tuple[int, ...]) -> int:
     for d, (i, n) in enumerate(zip(index, t.shape)):
         if not 0 <= check_int(func, f"index[{d}]", i) < n:
             raise ValueError(f"{func}: index {i} is out of range for dimension {d} of size {n}")
-    return t.offset + sum(i * s for i, s in zip(index, t.strides))
 
 
+@checked(t="strided tensor", also=_index_in_range)
+def storage_index(t: Strided, index: tuple[int, ...]) -> int:
+    """Where element ``index`` lives in ``t.data``: offset + sum of index * stride.
+
+    >>> storage_index(tensor([[1, 2, 3], [4, 5, 6]]), (1, 2))
+    5
+    """
+    return _position(t, index)
+
+
+@checked(t="strided tensor", also=_index_in_range)
 def element(t: Strided, index: tuple[int, ...]):
     """The element at ``index``.
 
     >>> element(tensor([[1, 2, 3], [4, 5, 6]]), (1, 0))
     4
     """
-    position = _storage_index("element", t, index)
-    return t.data[position]
+    return t.data[_position(t, index)]
 
 
+@checked(t="strided tensor")
 def is_contiguous(t: Strided) -> bool:
     """True when the strides are the row-major ones: reading data in order walks the tensor in order.
 
     >>> is_contiguous(transpose_dims(tensor([[1, 2], [3, 4]]), 0, 1))
     False
     """
-    _check_tensor("is_contiguous", t)
     return _is_contiguous(t)
 
 
@@ -172,6 +180,25 @@ def _is_contiguous(t: Strided) -> bool:
     return all(s == r for n, s, r in zip(t.shape, t.strides, _row_major_strides(t.shape)) if n != 1)
 
 
+def _view_keeps_elements(func: str, arguments: dict, sizes: dict) -> None:
+    t, shape = arguments["t"], tuple(arguments["shape"])
+    if math.prod(shape) != math.prod(t.shape):
+        raise ShapeError(
+            f"{func}: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
+            "a view must keep the number of elements"
+        )
+    _check_row_major(func, t)
+
+
+def _check_row_major(func: str, t: Strided) -> None:
+    if not _is_contiguous(t):
+        raise ValueError(
+            f"{func}: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
+            "its elements are not in row-major order, so call contiguous() first (a copy)"
+        )
+
+
+@checked(t="strided tensor", shape="strided shape", also=_view_keeps_elements)
 def view(t: Strided, shape: tuple[int, ...]) -> Strided:
     """The same data read with another shape (same number of elements); nothing is copied.
 
@@ -184,48 +211,36 @@ def view(t: Strided, shape: tuple[int, ...]) -> Strided:
     >>> view(tensor([1, 2, 3, 4, 5, 6]), (2, 3)).strides
     (3, 1)
     """
-    _check_tensor("view", t)
-    shape = _check_shape("view", shape)
-    if math.prod(shape) != math.prod(t.shape):
-        raise ShapeError(
-            f"view: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
-            "a view must keep the number of elements"
-        )
-    if not _is_contiguous(t):
-        raise ValueError(
-            f"view: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
-            "its elements are not in row-major order, so call contiguous() first (a copy)"
-        )
-    return Strided(t.data, shape, _row_major_strides(shape), t.offset)
+    return Strided(t.data, tuple(shape), _row_major_strides(shape), t.offset)
 
 
+def _dims_exist(func: str, arguments: dict, sizes: dict) -> None:
+    dims = len(arguments["t"].shape)
+    for d in (arguments["dim0"], arguments["dim1"]):
+        if not 0 <= d < dims:
+            raise ValueError(f"{func}: dimension {d} does not exist in a {dims}-dimensional tensor")
+
+
+@checked(t="strided tensor", dim0="int", dim1="int", also=_dims_exist)
 def transpose_dims(t: Strided, dim0: int, dim1: int) -> Strided:
     """Swap two dimensions by swapping their sizes and strides; the data list is shared, not moved.
 
     >>> transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)
     Strided(data=[1, 2, 3, 4, 5, 6], shape=(3, 2), strides=(1, 3), offset=0)
     """
-    _check_tensor("transpose_dims", t)
-    for name, d in (("dim0", dim0), ("dim1", dim1)):
-        if not 0 <= check_int("transpose_dims", name, d) < len(t.shape):
-            raise ValueError(f"transpose_dims: dimension {d} does not exist in a {len(t.shape)}-dimensional tensor")
     shape, strides = list(t.shape), list(t.strides)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
     strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
     return Strided(t.data, tuple(shape), tuple(strides), t.offset)
 
 
+@checked(t="strided tensor")
 def contiguous(t: Strided) -> Strided:
     """A tensor with the same elements in row-major order: ``t`` itself if it is already, else a copy.
 
     >>> contiguous(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)).data
     [1, 4, 2, 5, 3, 6]
     """
-    _check_tensor("contiguous", t)
-    return _contiguous(t)
-
-
-def _contiguous(t: Strided) -> Strided:
     if _is_contiguous(t):
         return t
     data = [t.data[_position(t, index)] for index in product(*(range(n) for n in t.shape))]
@@ -233,18 +248,17 @@ def _contiguous(t: Strided) -> Strided:
 
 
 def _position(t: Strided, index: tuple[int, ...]) -> int:
-    """offset + sum of index * stride, for an index already known to be in range."""
+    """offset + sum of index * stride, for an index known to be in range."""
     return t.offset + sum(i * s for i, s in zip(index, t.strides))
 
 
+@checked(t="strided tensor")
 def tolist(t: Strided):
     """The tensor as nested lists, in the order its shape and strides say.
 
     >>> tolist(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1))
     [[1, 4], [2, 5], [3, 6]]
     """
-    _check_tensor("tolist", t)
-
     def build(prefix):
         if len(prefix) == len(t.shape):
             return t.data[_position(t, prefix)]
@@ -253,31 +267,34 @@ def tolist(t: Strided):
     return build([])
 
 
+def _splits_into_heads(func: str, arguments: dict, sizes: dict) -> None:
+    t, num_heads = arguments["t"], arguments["num_heads"]
+    if len(t.shape) != 3:
+        raise ShapeError(f"{func}: expected a [batch, seq_len, d_model] tensor, got shape {t.shape}")
+    if t.shape[2] % num_heads:
+        raise ShapeError(f"{func}: d_model {t.shape[2]} is not divisible by num_heads {num_heads}")
+    _check_row_major(func, t)
+
+
+@checked(t="strided tensor", num_heads="positive int", also=_splits_into_heads)
 def strided_split_heads(t: Strided, num_heads: int) -> Strided:
     """[B, T, d_model] -view-> [B, T, num_heads, d_k] -transpose(1, 2)-> [B, num_heads, T, d_k].
 
     No element moves: the result shares ``t.data`` and is not contiguous.
     """
-    _check_tensor("strided_split_heads", t)
-    check_positive_int("strided_split_heads", "num_heads", num_heads)
-    if len(t.shape) != 3:
-        raise ShapeError(f"strided_split_heads: expected a [batch, seq_len, d_model] tensor, got shape {t.shape}")
     B, T, d_model = t.shape
-    if d_model % num_heads:
-        raise ShapeError(f"strided_split_heads: d_model {d_model} is not divisible by num_heads {num_heads}")
-    if not _is_contiguous(t):
-        raise ValueError(
-            f"strided_split_heads: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
-            "its elements are not in row-major order, so call contiguous() first (a copy)"
-        )
     shape = (B, T, num_heads, d_model // num_heads)
     return transpose_dims(Strided(t.data, shape, _row_major_strides(shape), t.offset), 1, 2)  # view, then swap
 
 
+def _four_dims(func: str, arguments: dict, sizes: dict) -> None:
+    shape = arguments["t"].shape
+    if len(shape) != 4:
+        raise ShapeError(f"{func}: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {shape}")
+
+
+@checked(t="strided tensor", also=_four_dims)
 def strided_merge_heads(t: Strided) -> Strided:
     """[B, num_heads, T, d_k] -transpose(1, 2)-> [B, T, num_heads, d_k] -contiguous-> -view-> [B, T, d_model]."""
-    _check_tensor("strided_merge_heads", t)
-    if len(t.shape) != 4:
-        raise ShapeError(f"strided_merge_heads: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {t.shape}")
     B, h, T, d_k = t.shape
-    return view(_contiguous(transpose_dims(t, 1, 2)), (B, T, h * d_k))
+    return view(contiguous(transpose_dims(t, 1, 2)), (B, T, h * d_k))

@@ -21,7 +21,7 @@ from typing import Optional
 
 from ..core.attention import MHAWeights, check_weights  # noqa: F401  (check_weights: where it used to be)
 from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_int, check_number, check_positive_int,
-                           checked)
+                           checked, kind)
 from ..core.matrix import Matrix
 
 __all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count"]
@@ -61,6 +61,26 @@ def check_weight_count(func: str, count: int, sizes: str) -> None:
         raise ValueError(f"{func}: {sizes} make {count:,} weights; at most {MAX_WEIGHTS:,}")
 
 
+# Two kinds of argument for the door (``checked``), used here and by the embeddings in example.py.
+
+
+@kind("init std")
+def _check_std_kind(func: str, name: str, std: object, expected: tuple = ()) -> float:
+    """The spread of normal draws: a positive finite number of at most ``MAX_STD``."""
+    return check_std(func, name, std)
+
+
+@kind("init rng")
+def _check_rng(func: str, name: str, rng: object, expected: tuple = ()) -> random.Random:
+    """A generator of its own: a ``random.Random``, never the module ``random`` (the global one)."""
+    if not isinstance(rng, random.Random):
+        raise TypeError(
+            f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}"
+        )
+    return rng
+
+
+@checked(seed="int", name="str")
 def derive_rng(seed: int, name: str) -> random.Random:
     """A generator of its own for one named thing, e.g. ``derive_rng(42, "W_Q/head0")``.
 
@@ -70,15 +90,21 @@ def derive_rng(seed: int, name: str) -> random.Random:
     >>> derive_rng(42, "x").random() == derive_rng(42, "x").random()
     True
     """
-    check_int("derive_rng", "seed", seed)
-    if not isinstance(name, str):
-        raise TypeError(f"derive_rng: name must be a str, got {name!r}")
     return random.Random(f"mha-lists/{seed}/{name}")
 
 
 # === Drawing weights ===
 
 
+def _matrix_rules(func: str, arguments: dict, sizes: dict) -> None:
+    rows, cols, scheme = arguments["rows"], arguments["cols"], arguments["scheme"]
+    check_weight_count(func, rows * cols, f"rows {rows} and cols {cols}")
+    if scheme not in INIT_SCHEMES:
+        raise ValueError(f"{func}: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
+
+
+@checked(rows="positive int", cols="positive int", rng="init rng", fan_in="optional positive int",
+         fan_out="optional positive int", std="init std", also=_matrix_rules)
 def init_matrix(
     rows: int,
     cols: int,
@@ -99,15 +125,8 @@ def init_matrix(
     - ``kaiming_normal``: N(0, std = sqrt(2 / fan_in))
     - ``normal`` and ``gpt2``: N(0, std)
     """
-    func = "init_matrix"
-    check_positive_int(func, "rows", rows)
-    check_positive_int(func, "cols", cols)
-    check_weight_count(func, rows * cols, f"rows {rows} and cols {cols}")
-    if not isinstance(rng, random.Random):
-        raise TypeError(f"{func}: rng must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}")
-    fan_in = rows if fan_in is None else check_positive_int(func, "fan_in", fan_in)
-    fan_out = cols if fan_out is None else check_positive_int(func, "fan_out", fan_out)
-    check_std(func, "std", std)
+    fan_in = rows if fan_in is None else fan_in
+    fan_out = cols if fan_out is None else fan_out
     if scheme == "xavier_uniform":
         a = math.sqrt(6 / (fan_in + fan_out))
         return [[rng.uniform(-a, a) for _ in range(cols)] for _ in range(rows)]
@@ -115,10 +134,8 @@ def init_matrix(
         sigma = math.sqrt(2 / (fan_in + fan_out))
     elif scheme == "kaiming_normal":
         sigma = math.sqrt(2 / fan_in)
-    elif scheme in ("normal", "gpt2"):
+    else:  # "normal" and "gpt2"
         sigma = std
-    else:
-        raise ValueError(f"{func}: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
     return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
 
 
@@ -127,35 +144,51 @@ def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed:
                          init: object = "xavier_uniform", std: object = 0.02, n_layer: object = 1) -> tuple:
     """Check the settings of ``init_mha_weights`` for ``func``; return (d_k, d_v, num_kv_heads, std) resolved.
 
-    ``running_example`` and ``init_model`` check their settings with it too, so a
+    ``running_example`` and ``init_model`` check their settings with it, so a
     bad setting is named under the function the learner called.
+    ``init_mha_weights`` declares the same kinds in its contract and runs ``_layer_rules``.
     """
     check_positive_int(func, "d_model", d_model)
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
     check_bool(func, "bias", bias)
     check_std(func, "std", std)
-    if d_k is None or d_v is None:
+    for name, size in (("d_k", d_k), ("d_v", d_v), ("num_kv_heads", num_kv_heads)):
+        if size is not None:
+            check_positive_int(func, name, size)
+    _layer_rules(func, dict(d_model=d_model, num_heads=num_heads, d_k=d_k, d_v=d_v, num_kv_heads=num_kv_heads,
+                            init=init, n_layer=n_layer), {})
+    return (*_head_sizes(d_model, num_heads, d_k, d_v, num_kv_heads), 0.02 if init == "gpt2" else std)
+
+
+def _layer_rules(func: str, arguments: dict, sizes: dict) -> None:
+    """The rules between the settings of one layer; each setting is already of its kind."""
+    d_model, num_heads, init = arguments["d_model"], arguments["num_heads"], arguments["init"]
+    if arguments["d_k"] is None or arguments["d_v"] is None:
         if d_model % num_heads:
             raise ShapeError(
                 f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "
                 "d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)"
             )
-    d_k = d_model // num_heads if d_k is None else check_positive_int(func, "d_k", d_k)
-    d_v = d_model // num_heads if d_v is None else check_positive_int(func, "d_v", d_v)
-    g = num_heads if num_kv_heads is None else check_positive_int(func, "num_kv_heads", num_kv_heads)
+    d_k, d_v, g = _head_sizes(d_model, num_heads, arguments["d_k"], arguments["d_v"], arguments["num_kv_heads"])
     check_heads_divide(func, num_heads, g)
     if init not in INIT_SCHEMES:
         raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
-    if init == "gpt2":
-        std = 0.02
-    check_size(func, "n_layer", n_layer, MAX_LAYERS)
+    check_size(func, "n_layer", arguments["n_layer"], MAX_LAYERS)
     check_weight_count(func, num_heads * d_model * d_k + g * d_model * (d_k + d_v) + num_heads * d_v * d_model,
                        f"d_model {d_model}, num_heads {num_heads}, num_kv_heads {g}, d_k {d_k} and d_v {d_v}")
 
-    return d_k, d_v, g, std
+
+def _head_sizes(d_model: int, num_heads: int, d_k: Optional[int], d_v: Optional[int],
+                num_kv_heads: Optional[int]) -> tuple[int, int, int]:
+    """d_k and d_v (default d_model / num_heads) and num_kv_heads (default num_heads)."""
+    return (d_model // num_heads if d_k is None else d_k, d_model // num_heads if d_v is None else d_v,
+            num_heads if num_kv_heads is None else num_kv_heads)
 
 
+@checked(d_model="positive int", num_heads="positive int", seed="int", bias="bool", std="init std",
+         d_k="optional positive int", d_v="optional positive int", num_kv_heads="optional positive int",
+         n_layer="positive int", also=_layer_rules)
 def init_mha_weights(
     d_model: int,
     num_heads: int,
@@ -182,8 +215,8 @@ def init_mha_weights(
     >>> len(w.W_Q), len(w.W_Q[0]), len(w.W_Q[0][0]), len(w.W_O), len(w.W_O[0])
     (2, 16, 8, 16, 16)
     """
-    d_k, d_v, g, std = check_layer_settings("init_mha_weights", d_model, num_heads, seed=seed, bias=bias, d_k=d_k,
-                                            d_v=d_v, num_kv_heads=num_kv_heads, init=init, std=std, n_layer=n_layer)
+    d_k, d_v, g = _head_sizes(d_model, num_heads, d_k, d_v, num_kv_heads)
+    std = 0.02 if init == "gpt2" else std
 
     def draw(name: str, rows: int, cols: int, fan_out: int, sigma: float = std) -> Matrix:
         return init_matrix(rows, cols, derive_rng(seed, name), init, fan_in=rows, fan_out=fan_out, std=sigma)
