@@ -272,3 +272,27 @@ def test_a_usual_call_is_bound_without_inspect_and_an_unusual_one_with_it(monkey
         with pytest.raises(TypeError, match=r"^matmul: "):
             bad()
     assert len(calls) == 4
+
+
+def test_a_str_kind_and_the_quick_binding_keep_inspects_words():
+    @checked(s="str", t="optional str")
+    def words(s, t=None):
+        return s if t is None else s + t
+    assert words("a") == "a" and words("a", t="b") == "ab"
+    with pytest.raises(TypeError, match=r"^words: s must be a str, got 3 \(int\)$"):
+        words(3)
+    with pytest.raises(TypeError, match=r"^words: t must be a str, got \['b'\] \(list\)$"):
+        words("a", ["b"])
+    with pytest.raises(TypeError, match=r"^matmul: multiple values for argument 'A'$"):
+        matmul([[1.0]], [[1.0]], A=[[1.0]])
+    with pytest.raises(TypeError, match=r"^matmul: got an unexpected keyword argument 'C'$"):
+        matmul([[1.0]], [[1.0]], C=[[1.0]])
+
+
+def test_a_vector_of_the_wrong_type_and_ints_too_large_for_a_float():
+    from mha_lists import softmax
+    from mha_lists.core.checks import _finite, all_finite
+    with pytest.raises(TypeError, match=r"^softmax: v must be a list of numbers, got str$"):
+        softmax("abc")
+    assert all_finite([[1.0, 10**400]]) is False and all_finite([[1.0, 10**300]]) is True
+    assert _finite([1.0, 10**400]) is False and _finite(10**400) is False and _finite([1.0, 2]) is True

@@ -198,7 +198,6 @@ def _backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Opti
               scale: Optional[float]) -> BackwardTrace:
     h_count, g_count = len(fwd.Q), len(fwd.K)
     group = h_count // g_count  # query heads per key/value head
-    C = x if context is None else context
 
     # Output projection: output = concat W_O + b_O.
     dW_O = matmul(transpose(fwd.concat), G)
