@@ -143,3 +143,16 @@ def test_the_door_leaves_the_numbers_alone():
     fwd = training.forward(TOY, ids)
     assert loss == training.cross_entropy(fwd.logits, training.targets(ids))[0]
     assert all(math.isfinite(v) for v in training.flatten(grads))
+
+
+def test_a_model_with_attention_biases_is_refused_rather_than_trained_without_them():
+    from mha_lists import running_example
+    from mha_lists.teaching.training import forward, model_from_example, train
+    with pytest.raises(ValueError, match=r"^model_from_example: ex\.weights has biases \(b_Q, b_K, b_V, b_O\); "
+                                         r"the model trained here has none"):
+        model_from_example(running_example(bias=True))
+    model = model_from_example(running_example())
+    biased = model._replace(attention=model.attention._replace(b_O=[0.0] * len(model.attention.W_O[0])))
+    for call in (lambda: forward(biased, [0, 1]), lambda: train(biased, steps=1, batch_size=1, seq_len=2, seed=0)):
+        with pytest.raises(ValueError, match=r"^(forward|train): model\.attention has biases \(b_O\)"):
+            call()

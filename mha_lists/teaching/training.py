@@ -99,6 +99,14 @@ class _Sizes(NamedTuple):
     parameters: int  # numbers in the model, len(flatten(model))
 
 
+def _no_biases(func: str, name: str, weights: MHAWeights) -> None:
+    """The model here learns attention weights without biases: biases given would be dropped by training."""
+    given = [part for part in ("b_Q", "b_K", "b_V", "b_O") if getattr(weights, part) is not None]
+    if given:
+        raise ValueError(f"{func}: {name} has biases ({', '.join(given)}); the model trained here has none "
+                         "(build the example with bias=False)")
+
+
 @kind("training model")
 def _check_model(func: str, name: str, model: object, expected: tuple = ()) -> _Sizes:
     """Every table of the model: finite numbers, and shapes that fit each other; return its sizes."""
@@ -112,6 +120,7 @@ def _check_model(func: str, name: str, model: object, expected: tuple = ()) -> _
         raise ShapeError(f"{func}: {name}.position_embeddings rows have {width} entries and "
                          f"{name}.token_embeddings rows have {d_model}; both must be d_model wide")
     dims = check_weights(func, f"{name}.attention", model.attention)
+    _no_biases(func, f"{name}.attention", model.attention)
     if dims.d_model != d_model:
         raise ShapeError(f"{func}: {name}.attention is for d_model {dims.d_model} but the embeddings are "
                          f"{d_model} wide")
@@ -195,6 +204,7 @@ def _check_example(func: str, name: str, ex: object, expected: tuple = ()) -> No
             raise ShapeError(f"{func}: {name}.{table} rows have {w} entries and {name}.x rows have {d_model}; "
                              "both must be d_model wide")
     dims = check_weights(func, f"{name}.weights", ex.weights)
+    _no_biases(func, f"{name}.weights", ex.weights)
     if dims.d_model != d_model:
         raise ShapeError(f"{func}: {name}.weights is for d_model {dims.d_model} but the embeddings are "
                          f"{d_model} wide")
