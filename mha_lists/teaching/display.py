@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Optional
 
-from ..core.checks import ShapeError, check_int, check_number, check_rows, check_str, checked, is_number, kind
+from ..core.checks import ShapeError, check_int, check_rows, check_str, checked, is_number, kind
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
            "show"]
@@ -144,7 +144,7 @@ def _print_options(func: str, arguments: dict, sizes: dict) -> None:
                         "digits and title")
     if "digits" in options:
         _check_digits(func, "digits", options["digits"])
-    for name, axis, n in (("row_labels", "rows", sizes["n"]), ("col_labels", "columns", sizes["m"])):
+    for name, n in (("row_labels", sizes["n"]), ("col_labels", sizes["m"])):
         if options.get(name) is not None and _check_labels(func, name, options[name]) != n:
             raise ShapeError(f"{func}: " + _LABELS_FIT[name].format(expected=n, value=len(options[name])))
     if options.get("title") is not None:
