@@ -99,6 +99,13 @@ def test_picture_doors(call, error, message):
     raises(error, message, call)
 
 
+def test_a_picture_is_saved_to_a_path(tmp_path):
+    picture = pictures.line_chart([1.0, 0.5], title="loss", x_label="step", y_label="loss")
+    raises(TypeError, "save: path must be a str or a Path, got int", lambda: picture.save(5))
+    picture.save(tmp_path / "loss.svg")
+    assert (tmp_path / "loss.svg").read_text(encoding="utf-8") == picture.svg + "\n"
+
+
 def test_pictures_do_not_change_the_example():
     ex = running_example()
     before = copy.deepcopy(ex)

@@ -53,6 +53,12 @@ _FONT = 'font-family="sans-serif"'
 # === The picture ===
 
 
+@kind("picture path")
+def _check_path(func: str, name: str, path: object, expected: tuple = ()) -> None:
+    if not isinstance(path, (str, pathlib.PurePath)):
+        raise TypeError(f"{func}: {name} must be a str or a Path, got {type(path).__name__}")
+
+
 class Picture:
     """An SVG string and a text description of it; Jupyter shows the SVG, print shows the text."""
 
@@ -66,6 +72,7 @@ class Picture:
     def __repr__(self) -> str:
         return self.text
 
+    @checked(path="picture path")
     def save(self, path: Union[str, pathlib.Path]) -> None:
         """Write the SVG to ``path`` (UTF-8, one newline at the end)."""
         pathlib.Path(path).write_text(self.svg + "\n", encoding="utf-8")
