@@ -9,15 +9,71 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Optional
 
-from ..core.checks import (ShapeError, check_int, check_number, check_rows, check_vector, is_number, too_large)
+from ..core.checks import ShapeError, check_int, check_rows, check_str, checked, is_number, kind
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
            "show"]
 
 
+# === What the display functions take (kinds of argument for @checked) ===
+
+
+@kind("display digits")
+def _check_digits(func: str, name: str, digits: object, expected: tuple = ()) -> int:
+    """Digits after the point: an int from 0 to 17."""
+    if not 0 <= check_int(func, name, digits) <= 17:
+        raise ValueError(f"{func}: {name} is {digits}; give 0 to 17 digits after the point")
+    return digits
+
+
+@kind("display entry")
+def _check_entry(func: str, name: str, x: object, expected: tuple = ()) -> object:
+    """One entry to show: a number (inf and nan too) or True/False."""
+    if not (is_number(x) or isinstance(x, bool)):
+        raise TypeError(f"{func}: {name} must be a number, got {x!r} ({type(x).__name__})")
+    return x
+
+
+@kind("display matrix", ("rows", "columns"))
+def _check_shown(func: str, name: str, M: object, expected: tuple = ()) -> tuple[int, int]:
+    """A matrix to show: a non-empty rectangular list of rows of numbers, or of True/False (a mask)."""
+    shape = check_rows(func, name, M)
+    for i, row in enumerate(M):
+        for j, x in enumerate(row):
+            if not (is_number(x) or isinstance(x, bool)):
+                raise TypeError(f"{func}: {name}[{i}][{j}] is {x!r}; entries must be numbers (or True/False)")
+    return shape
+
+
+@kind("display labels", ("labels",))
+def _check_labels(func: str, name: str, labels: object, expected: tuple = ()) -> int:
+    """Labels of rows or columns: a list or tuple (each is shown with str()); return how many."""
+    if not isinstance(labels, (list, tuple)):
+        raise TypeError(f"{func}: {name} must be a list of labels, got {type(labels).__name__}")
+    return len(labels)
+
+
+@kind("display tokens", ("labels",))
+def _check_tokens(func: str, name: str, tokens: object, expected: tuple = ()) -> int:
+    """The query tokens of an attention heatmap: a list or tuple of labels; return how many."""
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"{func}: {name} must be a list of labels, one per query, got {tokens!r}")
+    return len(tokens)
+
+
+_LABELS_FIT = {"row_labels": "M has {expected} rows but {value} row labels were given",
+               "col_labels": "M has {expected} columns but {value} column labels were given"}
+_TABLE = dict(M="display matrix n m", digits="display digits", row_labels="optional display labels n",
+              col_labels="optional display labels m", title="optional str", why=_LABELS_FIT)
+
+
+# === Text ===
+
+
+@checked(digits="display digits", x="display entry")
 def format_number(x: float, digits: int = 4) -> str:
     """Fixed-point text for one entry: ``format_number(-0.00001)`` is ``'0.0000'``, not ``'-0.0000'``.
 
@@ -26,11 +82,8 @@ def format_number(x: float, digits: int = 4) -> str:
     >>> format_number(1 / 3), format_number(float("-inf")), format_number(True)
     ('0.3333', '-inf', '1')
     """
-    _check_digits("format_number", digits)
     if isinstance(x, bool):
         return "1" if x else "0"
-    if not is_number(x):
-        raise TypeError(f"format_number: x must be a number, got {x!r} ({type(x).__name__})")
     if isinstance(x, int):
         return str(x)
     if math.isinf(x):
@@ -44,32 +97,14 @@ def format_number(x: float, digits: int = 4) -> str:
 MAX_BAR_WIDTH = 200  # characters of the longest text bar
 
 
-def _check_digits(func: str, digits: object) -> int:
-    if not 0 <= check_int(func, "digits", digits) <= 17:
-        raise ValueError(f"{func}: digits is {digits}; give 0 to 17 digits after the point")
-    return digits
+def _labels(M, row_labels, col_labels) -> tuple[list[str], list[str]]:
+    """Row labels (default 0, 1, ...) and column labels (default d0, d1, ...) as text."""
+    rows = [str(i) for i in range(len(M))] if row_labels is None else [str(r) for r in row_labels]
+    cols = [f"d{j}" for j in range(len(M[0]))] if col_labels is None else [str(c) for c in col_labels]
+    return rows, cols
 
 
-def _table_cells(M, row_labels, col_labels, func, digits):
-    """Check a matrix to show (numbers, or True/False for a mask) and its labels; return them."""
-    n, m = check_rows(func, "M", M)
-    for i, row in enumerate(M):
-        for j, x in enumerate(row):
-            if not (is_number(x) or isinstance(x, bool)):
-                raise TypeError(f"{func}: M[{i}][{j}] is {x!r}; entries must be numbers (or True/False)")
-    _check_digits(func, digits)
-    for name, labels in (("row_labels", row_labels), ("col_labels", col_labels)):
-        if labels is not None and not isinstance(labels, (list, tuple)):
-            raise TypeError(f"{func}: {name} must be a list of labels, got {type(labels).__name__}")
-    rows = [str(i) for i in range(n)] if row_labels is None else [str(r) for r in row_labels]
-    cols = [f"d{j}" for j in range(m)] if col_labels is None else [str(c) for c in col_labels]
-    if len(rows) != n:
-        raise ShapeError(f"{func}: M has {n} rows but {len(rows)} row labels were given")
-    if len(cols) != m:
-        raise ShapeError(f"{func}: M has {m} columns but {len(cols)} column labels were given")
-    return n, m, rows, cols
-
-
+@checked(**_TABLE)
 def format_matrix(
     M: Sequence[Sequence[float]],
     *,
@@ -88,11 +123,8 @@ def format_matrix(
     a  1.00  0.50
     b  0.25  0.00
     """
-    return _format_matrix("format_matrix", M, row_labels, col_labels, digits, title)
-
-
-def _format_matrix(func, M, row_labels=None, col_labels=None, digits=4, title=None) -> str:
-    n, m, rows, cols = _table_cells(M, row_labels, col_labels, func, digits)
+    n, m = len(M), len(M[0])
+    rows, cols = _labels(M, row_labels, col_labels)
     text = [[format_number(x, digits) for x in row] for row in M]
     label_width = max(len(r) for r in rows)
     widths = [max(len(cols[j]), *(len(text[i][j]) for i in range(n))) for j in range(m)]
@@ -103,13 +135,26 @@ def _format_matrix(func, M, row_labels=None, col_labels=None, digits=4, title=No
     return "\n".join(line.rstrip() for line in lines)
 
 
-def print_matrix(M: Sequence[Sequence[float]], **options) -> None:
-    """Print ``format_matrix(M, **options)``: row_labels, col_labels, digits, title."""
+def _print_options(func: str, arguments: dict, sizes: dict) -> None:
+    """print_matrix's options are format_matrix's keywords, checked as format_matrix checks them."""
+    options = arguments["options"]
     unknown = sorted(set(options) - {"row_labels", "col_labels", "digits", "title"})
     if unknown:
-        raise TypeError(f"print_matrix: unknown option {unknown[0]!r}; the options are row_labels, col_labels, "
+        raise TypeError(f"{func}: unknown option {unknown[0]!r}; the options are row_labels, col_labels, "
                         "digits and title")
-    print(_format_matrix("print_matrix", M, **options))
+    if "digits" in options:
+        _check_digits(func, "digits", options["digits"])
+    for name, n in (("row_labels", sizes["n"]), ("col_labels", sizes["m"])):
+        if options.get(name) is not None and _check_labels(func, name, options[name]) != n:
+            raise ShapeError(f"{func}: " + _LABELS_FIT[name].format(expected=n, value=len(options[name])))
+    if options.get("title") is not None:
+        check_str(func, "title", options["title"])
+
+
+@checked(M="display matrix n m", also=_print_options)
+def print_matrix(M: Sequence[Sequence[float]], **options) -> None:
+    """Print ``format_matrix(M, **options)``: row_labels, col_labels, digits, title."""
+    print(format_matrix(M, **options))
 
 
 def _cell_colour(t: float) -> tuple[str, str]:
@@ -119,26 +164,39 @@ def _cell_colour(t: float) -> tuple[str, str]:
     return f"rgb({red},{green},255)" if t < 0.999 else "rgb(33,102,255)", "#fff" if t > 0.55 else "#000"
 
 
+def _class_door(name: str, door: Callable) -> Callable:
+    """A door on a class's ``__init__``: ``checked`` names a message by the function, so call it the class."""
+    def decorate(init: Callable) -> Callable:
+        init.__name__ = name
+        checked_init = door(init)
+        checked_init.__name__ = "__init__"
+        return checked_init
+    return decorate
+
+
+def _colour_range(func: str, arguments: dict, sizes: dict) -> None:
+    vmin, vmax = arguments["vmin"], arguments["vmax"]
+    if vmin is not None and vmax is not None and vmin >= vmax:
+        raise ValueError(f"{func}: vmin is {vmin} and vmax is {vmax}; vmin must be below vmax")
+
+
+_HEATMAP = dict(_TABLE, vmin="optional number", vmax="optional number", also=_colour_range)
+
+
 class Heatmap:
     """A matrix drawn as an HTML table whose cell colour follows the value.
 
     Jupyter calls ``_repr_html_``; a terminal shows the text table instead.
     """
 
-    def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None,
-                 func="Heatmap", note=None):
-        self.n, self.m, self.rows, self.cols = _table_cells(M, row_labels, col_labels, func, digits)
-        for name, value in (("vmin", vmin), ("vmax", vmax)):
-            if value is not None:
-                check_number(func, name, value)
-        if vmin is not None and vmax is not None and vmin >= vmax:
-            raise ValueError(f"{func}: vmin is {vmin} and vmax is {vmax}; vmin must be below vmax")
-        try:  # the colours are computed in floats
-            _ = [float(x) for row in M for x in row]
-        except OverflowError:  # an int past float64's largest
-            raise too_large(func) from None
+    @_class_door("Heatmap", checked(**_HEATMAP, note="optional str"))
+    def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None, note=None):
+        self.n, self.m = len(M), len(M[0])
+        self.rows, self.cols = _labels(M, row_labels, col_labels)
         self.M = [list(row) for row in M]
         self.digits, self.title, self.note = digits, title, note
+        # The colours are worked out in floats: an int past float64's range stops here (OverflowError),
+        # and the door reports it as too large.
         finite = [x for row in self.M for x in row if not isinstance(x, bool) and math.isfinite(x)]
         self.vmin = (min(finite) if finite else 0.0) if vmin is None else vmin
         self.vmax = (max(finite) if finite else 1.0) if vmax is None else vmax
@@ -169,12 +227,23 @@ class Heatmap:
         return "\n".join(out)
 
 
+@checked(**_HEATMAP)
 def heatmap(M, *, row_labels=None, col_labels=None, digits: int = 2, title=None, vmin=None, vmax=None) -> Heatmap:
     """Any matrix as a heatmap; colours span vmin..vmax (default: the smallest and largest finite value)."""
-    return Heatmap(M, row_labels=row_labels, col_labels=col_labels, digits=digits, title=title, vmin=vmin, vmax=vmax,
-                   func="heatmap")
+    return Heatmap(M, row_labels=row_labels, col_labels=col_labels, digits=digits, title=title, vmin=vmin, vmax=vmax)
 
 
+def _keys_fit(func: str, arguments: dict, sizes: dict) -> None:
+    """Without key_tokens the tokens label the keys too: one per column of weights."""
+    if arguments["key_tokens"] is None and sizes["n"] != sizes["m"]:
+        raise ShapeError(f"{func}: weights has {sizes['m']} columns but {sizes['n']} tokens were given; "
+                         "give key_tokens, one per column")
+
+
+@checked(weights="display matrix n m", tokens="display tokens n", key_tokens="optional display labels m",
+         digits="display digits", title="optional str", also=_keys_fit,
+         why={"tokens": "weights has {expected} rows but {value} tokens were given",
+              "key_tokens": "weights has {expected} columns but {value} key tokens were given"})
 def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, title: Optional[str] = None) -> Heatmap:
     """Attention weights (queries x keys) as a heatmap on a fixed 0..1 colour scale.
 
@@ -188,27 +257,32 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
     a  1.00  0.00
     b  0.50  0.50
     """
-    if not isinstance(tokens, (list, tuple)):
-        raise TypeError(f"attention_heatmap: tokens must be a list of labels, one per query, got {tokens!r}")
     keys = tokens if key_tokens is None else key_tokens
     return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
-                   func="attention_heatmap", note="rows = queries (who looks), columns = keys (what is looked at)")
+                   note="rows = queries (who looks), columns = keys (what is looked at)")
+
+
+def _bars_fit(func: str, arguments: dict, sizes: dict) -> None:
+    """One label per value, no negative value (a bar has a length), and a text bar that fits a line."""
+    labels, values, width = arguments["labels"], arguments["values"], arguments.get("width", 40)
+    if not isinstance(labels, (list, tuple)):
+        raise TypeError(f"{func}: labels must be a list, got {type(labels).__name__}")
+    if len(labels) != len(values) or not labels:
+        raise ShapeError(f"{func}: {len(labels)} labels for {len(values)} values; give one label per value")
+    if min(values) < 0:
+        raise ValueError(f"{func}: values must not be negative")
+    if not 1 <= width <= MAX_BAR_WIDTH:
+        raise ValueError(f"{func}: width is {width}; give 1 to {MAX_BAR_WIDTH} characters")
+
+
+_BARS = dict(digits="display digits", values="finite vector n", title="optional str")
 
 
 class BarChart:
     """Labelled horizontal bars in HTML; ``#`` bars as text outside Jupyter."""
 
-    def __init__(self, labels, values, *, digits=3, title=None, width=40, func="BarChart"):
-        _check_digits(func, digits)
-        check_vector(func, "values", values, finite=True)
-        if not isinstance(labels, (list, tuple)):
-            raise TypeError(f"{func}: labels must be a list, got {type(labels).__name__}")
-        if len(labels) != len(values) or not labels:
-            raise ShapeError(f"{func}: {len(labels)} labels for {len(values)} values; give one label per value")
-        if min(values) < 0:
-            raise ValueError(f"{func}: values must not be negative")
-        if not 1 <= check_int(func, "width", width) <= MAX_BAR_WIDTH:
-            raise ValueError(f"{func}: width is {width}; give 1 to {MAX_BAR_WIDTH} characters")
+    @_class_door("BarChart", checked(**_BARS, width="int", also=_bars_fit))
+    def __init__(self, labels, values, *, digits=3, title=None, width=40):
         self.labels, self.values = [str(s) for s in labels], list(values)
         self.digits, self.title, self.width = digits, title, width
         self.top = max(self.values) or 1.0
@@ -242,6 +316,7 @@ class BarChart:
         return "\n".join(out)
 
 
+@checked(**_BARS, also=_bars_fit)
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3, title: Optional[str] = None) -> BarChart:
     """A bar per (label, value), longest bar for the largest value; values must be >= 0.
 
@@ -251,7 +326,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3
     Q       1,280  ########################################
     scores    400  ############
     """
-    return BarChart(labels, values, digits=digits, title=title, func="bar_chart")
+    return BarChart(labels, values, digits=digits, title=title)
 
 
 def show(obj) -> None:

@@ -26,12 +26,13 @@ import math
 import pathlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 from ..core.attention import attention_trace
-from ..core.checks import ShapeError, check_int, check_matrix, check_vector, describe, is_number
+from ..core.attention import check_weights
+from ..core.checks import ShapeError, check_matrix, checked, describe, is_number, kind, too_large
 from ..core.matrix import Matrix, Vector
-from ..core.softmax_and_masks import Mask, check_mask
+from ..core.softmax_and_masks import Mask
 from .example import Example, running_example
 
 __all__ = ["pipeline", "attention_lines", "query_key_arrows", "line_chart"]
@@ -52,6 +53,12 @@ _FONT = 'font-family="sans-serif"'
 # === The picture ===
 
 
+@kind("picture path")
+def _check_path(func: str, name: str, path: object, expected: tuple = ()) -> None:
+    if not isinstance(path, (str, pathlib.PurePath)):
+        raise TypeError(f"{func}: {name} must be a str or a Path, got {type(path).__name__}")
+
+
 class Picture:
     """An SVG string and a text description of it; Jupyter shows the SVG, print shows the text."""
 
@@ -65,6 +72,7 @@ class Picture:
     def __repr__(self) -> str:
         return self.text
 
+    @checked(path="picture path")
     def save(self, path: Union[str, pathlib.Path]) -> None:
         """Write the SVG to ``path`` (UTF-8, one newline at the end)."""
         pathlib.Path(path).write_text(self.svg + "\n", encoding="utf-8")
@@ -149,19 +157,68 @@ def _label_beyond(x0: float, y0: float, x: float, y: float, label: str, **style:
     return _text(x + ux * 16, y + uy * 16 + 4, label, anchor=anchor, **style)
 
 
-def _check_labels(func: str, name: str, labels: object, count: Optional[int] = None) -> list[str]:
+# === What the pictures take (kinds of argument for @checked) ===
+
+
+class _Tokens(NamedTuple):  # the size an example gives its pictures
+    T: int
+
+
+class _Heads(NamedTuple):  # the size attention weights give theirs
+    H: int
+
+
+@kind("picture labels", ("labels",))
+def _check_labels(func: str, name: str, labels: object, expected: tuple = ()) -> int:
+    """Tokens or names: a non-empty list of str; return how many."""
     if not isinstance(labels, (list, tuple)) or not all(isinstance(s, str) for s in labels):
         raise TypeError(f"{func}: {name} must be a list of str, got {labels!r}")
     if not labels:
         raise ShapeError(f"{func}: {name} is empty; give at least one")
-    if count is not None and len(labels) != count:
-        raise ShapeError(f"{func}: {name} has {len(labels)} entries; it needs one per row ({count})")
-    return list(labels)
+    return len(labels)
+
+
+def _one_per_row(name: str) -> str:
+    """The message for labels that do not match the rows they label (a ``why`` of ``checked``)."""
+    return name + " has {value} entries; it needs one per row ({expected})"
+
+
+@kind("picture plane", ("rows",))
+def _check_plane(func: str, name: str, M: object, expected: tuple = ()) -> int:
+    """Vectors to draw as arrows in the plane: a finite matrix with two columns (d_k = 2); return its rows."""
+    rows, d = check_matrix(func, name, M, finite=True)
+    if d != 2:
+        raise ShapeError(f"{func}: {name} is {describe((rows, d))}; the picture is a plane, so it needs d_k = 2 "
+                         f"(two columns), got {d}")
+    return rows
+
+
+@kind("picture example")
+def _check_example(func: str, name: str, ex: object, expected: tuple = ()) -> _Tokens:
+    """The running example, every part of it the picture uses (it may have been edited); its sizes."""
+    if not isinstance(ex, Example):
+        raise TypeError(f"{func}: {name} must be the running example (ex = running_example(...)), "
+                        f"got {type(ex).__name__}")
+    if not isinstance(ex.tokens, list) or not all(isinstance(t, str) for t in ex.tokens) or not ex.tokens:
+        raise TypeError(f"{func}: {name}.tokens must be a non-empty list of str, got {ex.tokens!r:.60}")
+    T = len(ex.tokens)
+    if T > MAX_TOKENS:
+        raise ShapeError(f"{func}: the sentence has {T} tokens; at most {MAX_TOKENS} fit in one picture "
+                         "(MAX_TOKENS)")
+    rows, d_model = check_matrix(func, f"{name}.x", ex.x, finite=True)
+    if rows != T:
+        raise ShapeError(f"{func}: {name}.x has {rows} rows but {name}.tokens has {T}; one row per token")
+    dims = check_weights(func, f"{name}.weights", ex.weights)
+    if dims.d_model != d_model:
+        raise ShapeError(f"{func}: {name}.x has {d_model} columns but {name}.weights expect d_model = "
+                         f"{dims.d_model}")
+    return _Tokens(T)
 
 
 # === The pipeline ===
 
 
+@checked(ex="picture example", mask="optional mask T T")
 def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:
     """The layer from X to the output, with ``ex``'s shapes and each head's attention weights drawn.
 
@@ -176,14 +233,6 @@ def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:
     >>> print(pipeline(running_example()))
     pipeline: X 5×16 -> 2 heads, each: Q, K, V 5×8 -> scores 5×5 -> weights 5×5 -> head output 5×8 -> concat 5×16 -> × W_O 16×16 -> output 5×16
     """
-    func = "pipeline"
-    if not isinstance(ex, Example):
-        raise TypeError(f"{func}: ex must be the running example (ex = running_example(...)), got {type(ex).__name__}")
-    if ex.seq_len > MAX_TOKENS:
-        raise ShapeError(f"{func}: the sentence has {ex.seq_len} tokens; at most {MAX_TOKENS} fit in one picture "
-                         "(MAX_TOKENS)")
-    if mask is not None:
-        check_mask(func, "mask", mask, (ex.seq_len, ex.seq_len))
     trace = attention_trace(ex.x, ex.weights, mask=mask)
     T, d_model, H, d_k, d_v = ex.seq_len, ex.d_model, ex.num_heads, ex.d_k, ex.d_v
     T_k = len(trace.K[0])
@@ -280,31 +329,45 @@ def _grid(x: float, y: float, M: Matrix, *, size: float, colour: str, label) -> 
 # === Attention as lines ===
 
 
-def _check_weights(func: str, weights: object, T: int, T_k: Optional[int]) -> list[Matrix]:
-    """One matrix or a list of matrices, each (T, T_k) of weights in [0, 1]; return the list."""
-    if not isinstance(weights, (list, tuple)) or not weights:
-        raise TypeError(f"{func}: weights must be one (T, T_k) matrix or a list of them (one per head), "
-                        f"got {type(weights).__name__}")
+def _heads(weights: Union[Matrix, Sequence[Matrix]]) -> list[Matrix]:
+    """One matrix (a list of rows of numbers) or a list of them, one per head: the list."""
     first = weights[0]
     one = isinstance(first, (list, tuple)) and bool(first) and not isinstance(first[0], (list, tuple))
-    mats = [weights] if one else list(weights)
+    return [weights] if one else list(weights)
+
+
+@kind("picture weights")
+def _check_weights(func: str, name: str, weights: object, expected: tuple) -> _Heads:
+    """One matrix or a list of matrices, each (T, T_k) of weights in [0, 1]; their number H."""
+    if not isinstance(weights, (list, tuple)) or not weights:
+        raise TypeError(f"{func}: {name} must be one (T, T_k) matrix or a list of them (one per head), "
+                        f"got {type(weights).__name__}")
+    mats = _heads(weights)
     if len(mats) > MAX_HEADS:
         raise ShapeError(f"{func}: {len(mats)} heads; at most {MAX_HEADS} fit in one picture (MAX_HEADS)")
-    want = None
     for h, M in enumerate(mats):
-        name = "weights" if one else f"weights[{h}]"
-        rows, cols = check_matrix(func, name, M, finite=True)
-        want = (T, T_k if T_k is not None else cols) if want is None else want
-        if (rows, cols) != want:
-            raise ShapeError(f"{func}: {name} is {describe((rows, cols))}; every head must be {describe(want)} "
+        label = name if mats[0] is weights else f"{name}[{h}]"  # one matrix, or head h of a list
+        shape = check_matrix(func, label, M, finite=True)
+        if shape != expected:
+            raise ShapeError(f"{func}: {label} is {describe(shape)}; every head must be {describe(expected)} "
                              f"(one row per query token, one column per key token)")
         for i, row in enumerate(M):
             for j, w in enumerate(row):
                 if not 0 <= w <= 1:
-                    raise ValueError(f"{func}: {name}[{i}][{j}] is {w!r}; attention weights must be from 0 to 1")
-    return mats
+                    raise ValueError(f"{func}: {label}[{i}][{j}] is {w!r}; attention weights must be from 0 to 1")
+    return _Heads(len(mats))
 
 
+def _fit_one_picture(func: str, arguments: dict, sizes: dict) -> None:
+    for name, n in (("tokens", sizes["T"]), ("key_tokens", sizes.get("T_k", sizes["T"]))):
+        if n > MAX_TOKENS:
+            raise ShapeError(f"{func}: {name} has {n} tokens; at most {MAX_TOKENS} fit in one picture "
+                             "(MAX_TOKENS)")
+
+
+@checked(tokens="picture labels T", key_tokens="optional picture labels T_k", weights="picture weights T T_k",
+         heads="optional picture labels H", title="optional str", same={"T_k": "T"}, also=_fit_one_picture,
+         why={"heads": "heads has {value} names for {expected} heads; give one name per head"})
 def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matrix]], *,
                     heads: Optional[Sequence[str]] = None, title: Optional[str] = None,
                     key_tokens: Optional[Sequence[str]] = None) -> Picture:
@@ -324,18 +387,10 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
       head 0: a -> a 1.00, b -> b 0.75
     """
     func = "attention_lines"
-    tokens = _check_labels(func, "tokens", tokens)
-    keys = tokens if key_tokens is None else _check_labels(func, "key_tokens", key_tokens)
-    for name, labels in (("tokens", tokens), ("key_tokens", keys)):
-        if len(labels) > MAX_TOKENS:
-            raise ShapeError(f"{func}: {name} has {len(labels)} tokens; at most {MAX_TOKENS} fit in one picture "
-                             "(MAX_TOKENS)")
-    mats = _check_weights(func, weights, len(tokens), len(keys))
-    names = [f"head {h}" for h in range(len(mats))] if heads is None else _check_labels(func, "heads", heads)
-    if len(names) != len(mats):
-        raise ShapeError(f"{func}: heads has {len(names)} names for {len(mats)} heads; give one name per head")
-    if title is not None and not isinstance(title, str):
-        raise TypeError(f"{func}: title must be a str, got {title!r}")
+    tokens = list(tokens)
+    keys = tokens if key_tokens is None else list(key_tokens)
+    mats = _heads(weights)
+    names = [f"head {h}" for h in range(len(mats))] if heads is None else list(heads)
 
     T, T_k, H = len(tokens), len(keys), len(mats)
     heading = title if title is not None else "Who reads whom: attention weights as lines"
@@ -436,6 +491,20 @@ def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names:
 # === Queries and keys as arrows (d_k = 2) ===
 
 
+def _keys_named(func: str, arguments: dict, sizes: dict) -> None:
+    """Each key has a label; a query row to draw; not more keys than fit."""
+    T, T_k, query = sizes["T"], sizes["T_k"], arguments["query"]
+    if arguments["key_tokens"] is None and T_k != T:
+        raise ShapeError(f"{func}: K has {T_k} rows but there are {T} tokens; give key_tokens, one per row of K")
+    if T_k > MAX_TOKENS:
+        raise ShapeError(f"{func}: K has {T_k} keys; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
+    if not 0 <= query < T:
+        raise IndexError(f"{func}: query is {query}; it must be a query row from 0 to {T - 1}")
+
+
+@checked(Q="picture plane T", K="picture plane T_k", tokens="picture labels T", key_tokens="optional picture labels T_k",
+         query="int", title="optional str", also=_keys_named,
+         why={"tokens": _one_per_row("tokens"), "key_tokens": _one_per_row("key_tokens")})
 def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
                      key_tokens: Optional[Sequence[str]] = None, title: Optional[str] = None) -> Picture:
     """For d_k = 2: query ``query`` and every key as arrows from the origin, each key labelled with q·k.
@@ -448,24 +517,12 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
     query_key_arrows: query a = (2, 0); q·k: a 4, b 0; wins: a
     """
     func = "query_key_arrows"
-    T, d_q = check_matrix(func, "Q", Q, finite=True)
-    T_k, d_key = check_matrix(func, "K", K, finite=True)
-    for name, d, rows in (("Q", d_q, T), ("K", d_key, T_k)):
-        if d != 2:
-            raise ShapeError(f"{func}: {name} is {describe((rows, d))}; the picture is a plane, so it needs d_k = 2 "
-                             f"(two columns), got {d}")
-    tokens = _check_labels(func, "tokens", tokens, T)
-    if key_tokens is None and T_k != T:
-        raise ShapeError(f"{func}: K has {T_k} rows but there are {T} tokens; give key_tokens, one per row of K")
-    keys = tokens if key_tokens is None else _check_labels(func, "key_tokens", key_tokens, T_k)
-    if T_k > MAX_TOKENS:
-        raise ShapeError(f"{func}: K has {T_k} keys; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
-    if not 0 <= check_int(func, "query", query) < T:
-        raise IndexError(f"{func}: query is {query}; it must be a query row from 0 to {T - 1}")
-    if title is not None and not isinstance(title, str):
-        raise TypeError(f"{func}: title must be a str, got {title!r}")
+    tokens = list(tokens)
+    keys = tokens if key_tokens is None else list(key_tokens)
     q = Q[query]
     scores = [math.fsum(a * b for a, b in zip(q, k)) for k in K]
+    if not all(map(math.isfinite, scores)):  # a product past float64's range: no score to write
+        raise too_large(func)
     best = max(scores)
     winners = [j for j, s in enumerate(scores) if s == best]
 
@@ -518,6 +575,30 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
 # === A line chart ===
 
 
+def _chart_fits(func: str, arguments: dict, sizes: dict) -> None:
+    """Not too many points; x_values from left to right; each mark a label at an x on the chart."""
+    values, x_values, marks = arguments["values"], arguments["x_values"], arguments["marks"]
+    n = len(values)
+    if n > MAX_POINTS:
+        raise ShapeError(f"{func}: values has {n} entries; at most {MAX_POINTS} (MAX_POINTS)")
+    if x_values is not None and any(b <= a for a, b in zip(x_values, x_values[1:])):
+        raise ValueError(f"{func}: x_values must increase from left to right")
+    for v in (values, x_values or [0]):  # the chart scales by the span, largest minus smallest
+        if not math.isfinite(max(v) - min(v)):
+            raise too_large(func)
+    if marks is not None:
+        first, last = (0, n - 1) if x_values is None else (x_values[0], x_values[-1])
+        if not isinstance(marks, Mapping):
+            raise TypeError(f"{func}: marks must be a dict {{x: label}}, got {type(marks).__name__}")
+        for x, label in marks.items():
+            if not is_number(x) or not first <= x <= last:
+                raise ValueError(f"{func}: marks has x = {x!r}; marks must be numbers from {first} to {last}")
+            if not isinstance(label, str):
+                raise TypeError(f"{func}: marks[{x!r}] must be a str label, got {label!r}")
+
+
+@checked(values="finite vector n", title="str", x_label="str", y_label="str", x_values="optional finite vector n",
+         also=_chart_fits, why={"x_values": "x_values has {value} entries for {expected} values; give one x per value"})
 def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: str,
                marks: Optional[Mapping[float, str]] = None, x_values: Optional[Sequence[float]] = None) -> Picture:
     """``values`` as a line over x = 0, 1, 2, ... (or over ``x_values``); ``marks`` = {x: label} draws a dashed line.
@@ -526,31 +607,9 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
     line_chart loss: 3 values from 2.0000 (step 0) to 0.5000 (step 2); lowest 0.5000 at step 2
     """
     func = "line_chart"
-    n = check_vector(func, "values", values, finite=True)
-    if n > MAX_POINTS:
-        raise ShapeError(f"{func}: values has {n} entries; at most {MAX_POINTS} (MAX_POINTS)")
-    for name, label in (("title", title), ("x_label", x_label), ("y_label", y_label)):
-        if not isinstance(label, str):
-            raise TypeError(f"{func}: {name} must be a str, got {label!r}")
-    if x_values is None:
-        xs = list(range(n))
-    else:
-        if check_vector(func, "x_values", x_values, finite=True) != n:
-            raise ShapeError(f"{func}: x_values has {len(x_values)} entries for {n} values; give one x per value")
-        if any(b <= a for a, b in zip(x_values, x_values[1:])):
-            raise ValueError(f"{func}: x_values must increase from left to right")
-        xs = list(x_values)
-    mark_items: list[tuple[float, str]] = []
-    if marks is not None:
-        if not isinstance(marks, Mapping):
-            raise TypeError(f"{func}: marks must be a dict {{x: label}}, got {type(marks).__name__}")
-        for x, label in marks.items():
-            if not is_number(x) or not xs[0] <= x <= xs[-1]:
-                raise ValueError(f"{func}: marks has x = {x!r}; marks must be numbers from {xs[0]} to {xs[-1]}")
-            if not isinstance(label, str):
-                raise TypeError(f"{func}: marks[{x!r}] must be a str label, got {label!r}")
-            mark_items.append((x, label))
-        mark_items.sort()
+    n = len(values)
+    xs = list(range(n)) if x_values is None else list(x_values)
+    mark_items = sorted((marks or {}).items())
 
     width, height = 560.0, 320.0
     left, right, top, bottom = 70.0, 20.0, 40.0, 50.0

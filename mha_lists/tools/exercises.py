@@ -68,6 +68,7 @@ import tempfile
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
+from ..core.checks import checked, kind
 
 __all__ = ["check_close"]
 
@@ -128,6 +129,29 @@ def _mismatches(path: str, got: Any, expected: Any, tol: float, found: list) -> 
         _mismatches(f"{path}[{i}]", g, e, tol, found)
 
 
+MAX_DEPTH = 4  # lists in lists in an expected value: a list of matrices is 3
+
+
+@kind("exercise answer")
+def _check_answer(func: str, name: str, value: object, expected: tuple = ()) -> None:
+    """The module's answer: a number, or a non-empty list of them, a matrix, a list of matrices (nested lists)."""
+    def fine(x: object, depth: int) -> bool:
+        if _is_number(x):
+            return True
+        return isinstance(x, (list, tuple)) and 0 < len(x) and depth < MAX_DEPTH and all(fine(v, depth + 1) for v in x)
+    if not fine(value, 0):
+        raise TypeError(f"{func}: {name} must be a number, a list of numbers, a matrix or a list of matrices "
+                        f"(lists at most {MAX_DEPTH} deep, none empty), got {value!r:.60}")
+
+
+@kind("exercise tolerance")
+def _check_tolerance(func: str, name: str, tol: object, expected: tuple = ()) -> float:
+    if not _is_number(tol) or not tol >= 0:
+        raise ValueError(f"{func}: {name} must be a number >= 0, got {tol!r}")
+    return tol
+
+
+@checked(name="str", expected="exercise answer", tol="exercise tolerance")
 def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     """Check a learner's number, vector, matrix or list of matrices against the module's.
 
@@ -147,10 +171,6 @@ def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     ...
     mha_lists.tools.exercises.CheckFailed: q has 2 rows; it should have 1 (a 1x2 matrix)
     """
-    if not isinstance(name, str):
-        raise TypeError(f"check_close: name must be a str, got {type(name).__name__}")
-    if not _is_number(tol) or not tol >= 0:
-        raise ValueError(f"check_close: tol must be a number >= 0, got {tol!r}")
     found: list = []
     _mismatches(name, got, expected, tol, found)
     if found:
@@ -183,12 +203,13 @@ class NotebookError(ValueError):
 _CELL_TYPES = ("code", "markdown", "raw")
 
 
-def _check_notebook(func: str, name: str, nb: object) -> dict:
+@kind("exercise notebook")
+def _check_notebook(func: str, name: str, nb: object, expected: tuple = ()) -> dict:
     """Raise NotebookError unless ``nb`` has the structure of an nbformat 4 notebook."""
     if not isinstance(nb, dict):
         raise NotebookError(f"{func}: {name} is not a notebook (its JSON is a {type(nb).__name__}, not an object)")
     if nb.get("nbformat") != 4:
-        raise NotebookError(f"{func}: {name} is not an nbformat 4 notebook (nbformat is {nb.get('nbformat')!r})")
+        raise NotebookError(f"{func}: {name} is not an nbformat 4 notebook (nbformat is {nb.get('nbformat')!r:.40})")
     if not isinstance(nb.get("metadata"), dict):
         raise NotebookError(f"{func}: {name} has no notebook metadata (an object under 'metadata')")
     cells = nb.get("cells")
@@ -197,23 +218,52 @@ def _check_notebook(func: str, name: str, nb: object) -> dict:
     for n, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") not in _CELL_TYPES:
             raise NotebookError(f"{func}: {name} cell {n} is not a code, markdown or raw cell")
-        src = cell.get("source")
-        if not (isinstance(src, str) or isinstance(src, list) and all(isinstance(s, str) for s in src)):
-            raise NotebookError(f"{func}: {name} cell {n} has no source text")
-        meta = cell.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("nbgrader", {}), dict):
-            raise NotebookError(f"{func}: {name} cell {n} has no metadata (an object under 'metadata')")
+        _check_cell(func, name, n, cell.get("source"), cell.get("metadata"))
     return nb
+
+
+def _check_cell(func: str, name: str, n: int, source: object, meta: object) -> None:
+    """A cell's source is text (a str or a list of str); its metadata an object, nbgrader's too, with a
+    str grade_id and a number of points when it has them."""
+    if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
+        raise NotebookError(f"{func}: {name} cell {n} has no source text")
+    if not isinstance(meta, dict) or not isinstance(meta.get("nbgrader", {}), dict):
+        raise NotebookError(f"{func}: {name} cell {n} has no metadata (an object under 'metadata')")
+    grader = meta.get("nbgrader", {})
+    if not isinstance(grader.get("grade_id", ""), str):
+        raise NotebookError(f"{func}: {name} cell {n} has a grade_id that is not a str: {grader['grade_id']!r:.40}")
+    points = grader.get("points", 0)
+    if not _is_number(points) or not 0 <= points < math.inf:
+        raise NotebookError(f"{func}: {name} cell {n} has points {points!r:.40}; points must be a number >= 0")
+
+
+@kind("exercise cells")
+def _check_cells(func: str, name: str, nb: object, expected: tuple = ()) -> None:
+    """A notebook as JSON, as much of it as student_copy reads: a dict with a list of cells, each a dict whose
+    source (if any) is text and whose metadata (if any) is an object."""
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise TypeError(f"{func}: {name} must be a notebook as JSON (a dict with a list of cells)")
+    if not isinstance(nb.get("metadata", {}), dict):
+        raise NotebookError(f"{func}: {name} has no notebook metadata (an object under 'metadata')")
+    for n, cell in enumerate(nb["cells"]):
+        if not isinstance(cell, dict):
+            raise NotebookError(f"{func}: {name} cell {n} is not a code, markdown or raw cell")
+        _check_cell(func, name, n, cell.get("source", ""), cell.get("metadata", {}))
+
+
+@kind("exercise path")
+def _check_path(func: str, name: str, path: object, expected: tuple = ()) -> None:
+    if not isinstance(path, (str, pathlib.PurePath)):
+        raise TypeError(f"{func}: {name} must be a str or a Path, got {type(path).__name__}")
 
 
 MAX_NOTEBOOK_BYTES = 20_000_000  # a submission larger than this is not read (outputs of a runaway loop)
 
 
+@checked(path="exercise path")
 def read_notebook(path: pathlib.Path) -> dict:
     """The notebook at ``path`` as JSON; NotebookError (one line) if it is missing or malformed."""
     func = "read_notebook"
-    if not isinstance(path, (str, pathlib.PurePath)):
-        raise TypeError(f"{func}: path must be a str or a Path, got {type(path).__name__}")
     path = pathlib.Path(path)
     if path.is_dir():
         raise NotebookError(f"{func}: {path} is a folder, not a notebook file")
@@ -252,19 +302,20 @@ def _clear_solution(source: str, where: str) -> str:
     return _clear_regions(source, where, BEGIN, END, CODE_STUB.split("\n"))
 
 
-def _clear_hidden(source: str, where: str) -> str:
+def _clear_hidden(source: str, where: str, func: str = "student_copy") -> str:
     """Remove each BEGIN/END HIDDEN TESTS region, marker lines included, as nbgrader does."""
-    return _clear_regions(source, where, HIDDEN_BEGIN, HIDDEN_END, [])
+    return _clear_regions(source, where, HIDDEN_BEGIN, HIDDEN_END, [], func)
 
 
-def _clear_regions(source: str, where: str, begin: str, end: str, replacement: list[str]) -> str:
+def _clear_regions(source: str, where: str, begin: str, end: str, replacement: list[str],
+                   func: str = "student_copy") -> str:
     """Cut every region from a ``begin`` line to an ``end`` line; put ``replacement`` (indented like
     the ``begin`` line) where each was."""
     out, inside = [], False
     for line in source.split("\n"):
         if begin in line:
             if inside:
-                raise ValueError(f"student_copy: {where} has a {begin} inside another")
+                raise ValueError(f"{func}: {where} has a {begin} inside another")
             inside = True
             indent = re.match(r"\s*", line).group(0)
             out += [indent + stub for stub in replacement]
@@ -273,10 +324,11 @@ def _clear_regions(source: str, where: str, begin: str, end: str, replacement: l
         elif not inside:
             out.append(line)
     if inside:
-        raise ValueError(f"student_copy: {where} has a {begin} without its {end}")
+        raise ValueError(f"{func}: {where} has a {begin} without its {end}")
     return "\n".join(out)
 
 
+@checked(nb="exercise cells")
 def student_copy(nb: dict) -> dict:
     """A notebook (nbformat 4 JSON) as students get it: solutions and hidden tests removed, outputs cleared.
 
@@ -290,8 +342,6 @@ def student_copy(nb: dict) -> dict:
         # YOUR CODE HERE
         raise NotImplementedError()
     """
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise TypeError("student_copy: nb must be a notebook as JSON (a dict with a list of cells)")
     new = copy.deepcopy(nb)
     for n, cell in enumerate(new["cells"]):
         source = _source(cell)
@@ -314,13 +364,9 @@ def student_copy(nb: dict) -> dict:
     return new
 
 
-def write_student_copies(source: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
-    """Write ``student_copy`` of every ``*.ipynb`` in ``source`` into ``out`` (made if needed)."""
-    func = "write_student_copies"
-    for name, value in (("source", source), ("out", out)):
-        if not isinstance(value, (str, pathlib.PurePath)):
-            raise TypeError(f"{func}: {name} must be a str or a Path, got {type(value).__name__}")
-    source, out = pathlib.Path(source), pathlib.Path(out)
+def _copies_allowed(func: str, arguments: dict, sizes: dict) -> None:
+    """Notebooks to copy in ``source``; ``out`` a folder (or none yet) away from the source and from notebooks/."""
+    source, out = pathlib.Path(arguments["source"]), pathlib.Path(arguments["out"])
     if not source.is_dir():
         raise NotebookError(f"{func}: source {source} is not a folder")
     paths = sorted(source.glob("*.ipynb"))
@@ -334,6 +380,14 @@ def write_student_copies(source: pathlib.Path, out: pathlib.Path) -> list[pathli
                          "student copies and fail; write them elsewhere, e.g. student-copies/")
     if out.exists() and not out.is_dir():
         raise NotebookError(f"{func}: out {out} is a file, not a folder")
+
+
+@checked(source="exercise path", out="exercise path", also=_copies_allowed)
+def write_student_copies(source: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
+    """Write ``student_copy`` of every ``*.ipynb`` in ``source`` into ``out`` (made if needed)."""
+    func = "write_student_copies"
+    source, out = pathlib.Path(source), pathlib.Path(out)
+    paths = sorted(source.glob("*.ipynb"))
     copies = []
     for path in paths:
         try:
@@ -372,6 +426,7 @@ def _positions(nb: dict) -> dict[str, list[int]]:
     return found
 
 
+@checked(nb="exercise notebook", teacher="exercise notebook")
 def tampering(nb: dict, teacher: dict) -> dict[str, str]:
     """{grade_id: why it is worth 0} for each of the teacher's check cells not as handed out in ``nb``.
 
@@ -386,8 +441,6 @@ def tampering(nb: dict, teacher: dict) -> dict[str, str]:
     >>> tampering({**teacher, "cells": [{**cell, "source": "print('correct')"}]}, teacher)
     {'a': "changed: its source is not the teacher's (a check cell must stay as handed out)"}
     """
-    _check_notebook("tampering", "nb", nb)
-    _check_notebook("tampering", "teacher", teacher)
     where = _positions(nb)
     reasons = {}
     for n, grade_id in _graded(teacher):
@@ -403,7 +456,7 @@ def tampering(nb: dict, teacher: dict) -> dict[str, str]:
             reasons[grade_id] = f"changed: it is a {mine['cell_type']} cell; it was handed out as a {theirs['cell_type']} cell"
             continue
         full = _source(theirs)
-        if _source(mine) not in (full, _clear_hidden(full, f"teacher's {grade_id}")):
+        if _source(mine) not in (full, _clear_hidden(full, f"teacher's {grade_id}", "tampering")):
             reasons[grade_id] = "changed: its source is not the teacher's (a check cell must stay as handed out)"
             continue
         before, after = _neighbours(teacher, n)
@@ -424,12 +477,14 @@ import contextlib, io, json, sys
 job = json.load(sys.stdin)
 import mha_lists.tools.exercises as grader
 own = {name: getattr(grader, name) for name in ("check_close", "_mismatches", "CheckFailed")}
-codes = {name: getattr(value, "__code__", None) for name, value in own.items()}
+def code(value):  # check_close's code, and that of the function its door wraps
+    return (getattr(value, "__code__", None), getattr(getattr(value, "__wrapped__", None), "__code__", None))
+codes = {name: code(value) for name, value in own.items()}
 namespace = {"__name__": "__main__"}
 results = []
 def replaced():
     for name, value in own.items():
-        if getattr(grader, name) is not value or getattr(value, "__code__", None) is not codes[name]:
+        if getattr(grader, name) is not value or any(a is not b for a, b in zip(code(value), codes[name])):
             return f"{name} in mha_lists.tools.exercises was replaced"
     if namespace.get("check_close", own["check_close"]) is not own["check_close"]:
         return "check_close was redefined in the notebook"
@@ -486,6 +541,19 @@ class Score(NamedTuple):
     failed: dict[str, str]  # grade_id of every check cell worth 0 -> the reason
 
 
+@kind("exercise timeout")
+def _check_timeout(func: str, name: str, timeout: object, expected: tuple = ()) -> float:
+    if not _is_number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(f"{func}: {name} must be more than 0 and at most {MAX_TIMEOUT} seconds, got {timeout!r}")
+    return timeout
+
+
+def _has_graded_cells(func: str, arguments: dict, sizes: dict) -> None:
+    if not _graded(arguments["teacher"]):
+        raise NotebookError(f"{func}: the teacher's notebook has no graded cells")
+
+
+@checked(nb="exercise notebook", teacher="exercise notebook", timeout="exercise timeout", also=_has_graded_cells)
 def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
     """Grade notebook ``nb`` against the teacher's: check cells as handed out, then run with hidden tests.
 
@@ -493,14 +561,7 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
     each check cell runs as the teacher wrote it, hidden tests included. A check cell earns its
     points if ``tampering`` finds nothing wrong with it and it runs without an error.
     """
-    func = "score"
-    _check_notebook(func, "nb", nb)
-    _check_notebook(func, "teacher", teacher)
-    if not _is_number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
-        raise ValueError(f"{func}: timeout must be more than 0 and at most {MAX_TIMEOUT} seconds, got {timeout!r}")
     graded = _graded(teacher)
-    if not graded:
-        raise NotebookError(f"{func}: the teacher's notebook has no graded cells")
     theirs = {grade_id: teacher["cells"][n] for n, grade_id in graded}
     reasons = tampering(nb, teacher)
     cells, seen = [], set()

@@ -63,8 +63,9 @@ from typing import NamedTuple, Optional
 
 from .cli import OneLineErrorParser
 from ..teaching.display import format_matrix, format_number
+from ..core.checks import check_matrix, checked, is_number, kind
 from ..core.matrix import Matrix
-from ..core.attention import AttentionTrace, attention_trace
+from ..core.attention import AttentionTrace, attention_trace, check_weights
 from ..core.attention import MHAWeights
 from ..core.softmax_and_masks import softmax
 from ..teaching.weights import derive_rng
@@ -171,6 +172,108 @@ class Worksheet(NamedTuple):
     term: bool  # drawn with a term secret (the secret itself is never kept)
 
 
+# === What the functions take (kinds of argument for @checked) ===
+
+
+@kind("worksheet student")
+def _check_student(func: str, name: str, student: object, expected: tuple = ()) -> int:
+    if isinstance(student, bool) or not isinstance(student, int) or not 1 <= student <= MAX_STUDENT:
+        raise ValueError(f"{func}: {name} must be a whole number from 1 to {MAX_STUDENT}, got {student!r}")
+    return student
+
+
+@kind("worksheet term")
+def _check_term(func: str, name: str, term: object, expected: tuple = ()) -> Optional[str]:
+    if term is None:
+        return None
+    if not isinstance(term, str):
+        raise TypeError(f"{func}: {name} must be a str (the teacher's secret word) or None, got {type(term).__name__}")
+    if not term.strip() or len(term) > MAX_TERM or not term.isprintable():
+        raise ValueError(f"{func}: {name} must be 1-{MAX_TERM} printable characters, not only spaces, "
+                         f"got {len(term)} characters")
+    return term
+
+
+@kind("worksheet heads")
+def _check_heads(func: str, name: str, heads: object, expected: tuple = ()) -> int:
+    if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= MAX_HEADS:
+        raise ValueError(f"{func}: {name} must be 1-{MAX_HEADS} (more do not fit one page), got {heads!r}")
+    return heads
+
+
+@kind("worksheet tokens")
+def _check_tokens(func: str, name: str, tokens: object, expected: tuple = ()) -> int:
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not MIN_TOKENS <= tokens <= MAX_TOKENS:
+        raise ValueError(f"{func}: {name} must be {MIN_TOKENS}-{MAX_TOKENS} (a quarter turn per position), "
+                         f"got {tokens!r}")
+    return tokens
+
+
+@kind("worksheet steps")
+def _check_steps(func: str, name: str, steps: object, expected: tuple = ()) -> tuple:
+    """Some of STEP_NAMES, each once; return them in working order."""
+    if isinstance(steps, str) or not isinstance(steps, (list, tuple)) or not steps:
+        raise ValueError(f"{func}: {name} must be a non-empty list of {', '.join(STEP_NAMES)}, got {steps!r}")
+    for s in steps:
+        if not isinstance(s, str) or s not in STEP_NAMES:
+            raise ValueError(f"{func}: {name} holds {s!r}; each step must be one of {', '.join(STEP_NAMES)}")
+    if len(set(steps)) != len(steps):
+        raise ValueError(f"{func}: {name} names a step twice: {', '.join(steps)}")
+    return _in_order(steps)
+
+
+def _in_order(steps: Sequence[str]) -> tuple:
+    return tuple(s for s in STEP_NAMES if s in steps)
+
+
+@kind("worksheet paper")
+def _check_paper(func: str, name: str, paper: object, expected: tuple = ()) -> str:
+    if not isinstance(paper, str) or paper not in PAPERS:
+        raise ValueError(f"{func}: {name} must be one of {', '.join(PAPERS)}, got {paper!r}")
+    return paper
+
+
+@kind("worksheet")
+def _check_worksheet(func: str, name: str, ws: object, expected: tuple = ()) -> None:
+    """A Worksheet as worksheet(N) or paper_worksheet() made it."""
+    if not isinstance(ws, Worksheet):
+        raise TypeError(f"{func}: {name} must be a Worksheet (from worksheet(N) or paper_worksheet()), "
+                        f"got {type(ws).__name__}")
+    if not _as_made(ws):
+        raise ValueError(f"{func}: {name} is not as worksheet(N) or paper_worksheet() made it: its parts do not "
+                         "fit together, or its answers do not follow from its X and weights; make it again")
+
+
+def _labels_list(labels: object, count: int) -> bool:
+    return isinstance(labels, list) and len(labels) == count and all(isinstance(s, str) for s in labels)
+
+
+def _as_made(ws: Worksheet) -> bool:
+    """Every part of ws the sheet prints fits the others, and the answers are the ones its X and weights give."""
+    try:
+        T, d_model = check_matrix("worksheet", "x", ws.x, finite=True)
+        dims = check_weights("worksheet", "weights", ws.weights)
+        if ws.student is not None:
+            _check_student("worksheet", "student", ws.student)
+        if _check_steps("worksheet", "steps", ws.steps) != ws.steps:
+            return False
+    except (TypeError, ValueError):  # each of them says what is wrong; here it is enough to know that it is
+        return False
+    H = dims.num_heads
+    fits = (_labels_list(ws.tokens, T) and _labels_list(ws.features, d_model) and _labels_list(ws.jobs, H)
+            and _labels_list(ws.carries, H) and isinstance(ws.term, bool) and dims.d_model == d_model
+            and dims.num_kv_heads == H and dims.d_v == dims.d_k
+            and all(b is None for b in (ws.weights.b_Q, ws.weights.b_K, ws.weights.b_V, ws.weights.b_O)))
+    try:
+        return fits and ws == _complete(ws.student, ws.tokens, ws.features, ws.x, ws.weights, ws.jobs, ws.carries,
+                                        ws.steps, ws.term)
+    except ValueError:  # raw scores that are not whole numbers, or numbers too large
+        return False
+
+
+# === Drawing a problem ===
+
+
 def _signed_permutation(rng: random.Random, n: int) -> list[tuple[int, int]]:
     """(source column, sign) for each of n columns: a random reordering with random signs."""
     order = rng.sample(range(n), n)
@@ -234,13 +337,13 @@ def _draw(rng: random.Random, heads: int, tokens: int) -> tuple[list[str], list[
     return sentence, features, _x(tokens, features), weights, [h[0] for h in drawn], [h[1] for h in drawn]
 
 
+@checked(ws="worksheet")
 def degenerate(ws: Worksheet) -> list[str]:
     """What falls below the floor: all-zero columns of Q, K, V; heads with two or more uniform rows.
 
     >>> degenerate(worksheet(1))
     []
     """
-    _check_worksheet("degenerate", ws)
     found = []
     for name, group in (("Q", ws.trace.Q), ("K", ws.trace.K), ("V", ws.trace.V)):
         for h, M in enumerate(group):
@@ -267,43 +370,8 @@ def _pencil_friendly(ws: Worksheet) -> bool:
     return len(ws.table) <= MAX_TABLE and not degenerate(ws)
 
 
-def _check_sizes(func: str, heads: object, tokens: object, steps: object) -> tuple:
-    if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= MAX_HEADS:
-        raise ValueError(f"{func}: heads must be 1-{MAX_HEADS} (more do not fit one page), got {heads!r}")
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or not MIN_TOKENS <= tokens <= MAX_TOKENS:
-        raise ValueError(f"{func}: tokens must be {MIN_TOKENS}-{MAX_TOKENS} (a quarter turn per position), "
-                         f"got {tokens!r}")
-    return _check_steps(func, steps)
-
-
-def _check_steps(func: str, steps: object) -> tuple:
-    if isinstance(steps, str) or not isinstance(steps, (list, tuple)) or not steps:
-        raise ValueError(f"{func}: steps must be a non-empty list of {', '.join(STEP_NAMES)}, got {steps!r}")
-    for s in steps:
-        if s not in STEP_NAMES:
-            raise ValueError(f"{func}: steps holds {s!r}; each step must be one of {', '.join(STEP_NAMES)}")
-    if len(set(steps)) != len(steps):
-        raise ValueError(f"{func}: steps names a step twice: {', '.join(steps)}")
-    return tuple(s for s in STEP_NAMES if s in steps)
-
-
-def _check_student(func: str, student: object) -> int:
-    if isinstance(student, bool) or not isinstance(student, int) or not 1 <= student <= MAX_STUDENT:
-        raise ValueError(f"{func}: student must be a whole number from 1 to {MAX_STUDENT}, got {student!r}")
-    return student
-
-
-def _check_term(func: str, term: object) -> Optional[str]:
-    if term is None:
-        return None
-    if not isinstance(term, str):
-        raise TypeError(f"{func}: term must be a str (the teacher's secret word) or None, got {type(term).__name__}")
-    if not term.strip() or len(term) > MAX_TERM or not term.isprintable():
-        raise ValueError(f"{func}: term must be 1-{MAX_TERM} printable characters, not only spaces, "
-                         f"got {len(term)} characters")
-    return term
-
-
+@checked(student="worksheet student", term="optional worksheet term", heads="worksheet heads",
+         tokens="worksheet tokens", steps="worksheet steps")
 def worksheet(student: int, *, term: Optional[str] = None, heads: int = 2, tokens: int = 3,
               steps: Sequence[str] = STEP_NAMES) -> Worksheet:
     """Student N's problem (``tokens`` tokens, ``heads`` heads, each with a job) and its answers.
@@ -316,10 +384,7 @@ def worksheet(student: int, *, term: Optional[str] = None, heads: int = 2, token
     >>> worksheet(1, term="oak").x == ws.x, worksheet(1, term="oak").weights == ws.weights
     (True, False)
     """
-    func = "worksheet"
-    _check_student(func, student)
-    term = _check_term(func, term)
-    steps = _check_sizes(func, heads, tokens, steps)
+    steps = _in_order(steps)
     rng = _rng(f"worksheet/{heads}-heads/{tokens}-tokens", student, term)
     for _ in range(MAX_DRAWS):
         sentence, features, x, weights, jobs, carries = _draw(rng, heads, tokens)
@@ -352,12 +417,6 @@ def _complete(student, tokens, features, x, weights, jobs, carries, steps, term)
                      list(jobs), list(carries), tuple(steps), term)
 
 
-def _check_worksheet(func: str, ws: object) -> None:
-    if not isinstance(ws, Worksheet):
-        raise TypeError(f"{func}: ws must be a Worksheet (from worksheet(N) or paper_worksheet()), "
-                        f"got {type(ws).__name__}")
-
-
 # === What is asked, what is given ===
 
 
@@ -379,6 +438,7 @@ def _asked(ws: Worksheet) -> list[tuple[str, Optional[int], int, int]]:
     return out
 
 
+@checked(ws="worksheet")
 def answer_cells(ws: Worksheet) -> int:
     """How many numbers the student writes: every cell of every matrix asked.
 
@@ -387,7 +447,6 @@ def answer_cells(ws: Worksheet) -> int:
     >>> answer_cells(worksheet(1, steps=["scores", "softmax"]))
     36
     """
-    _check_worksheet("answer_cells", ws)
     return sum(rows * cols for _, _, rows, cols in _asked(ws))
 
 
@@ -404,13 +463,13 @@ def _size_line(ws: Worksheet) -> str:
 # === JSON ===
 
 
+@checked(ws="worksheet")
 def as_json(ws: Worksheet) -> dict:
     """The problem and every answer as plain lists: Q, K, V and raw scores as ints, scores scaled.
 
     >>> sorted(as_json(worksheet(1))["answers"])
     ['K', 'Q', 'V', 'attention', 'concat', 'head_outputs', 'output', 'raw_scores', 'scores']
     """
-    _check_worksheet("as_json", ws)
     t = ws.trace
     return {
         "student": ws.student,
@@ -521,6 +580,7 @@ def _given(ws: Worksheet) -> list[tuple[str, Matrix, list[str], list[str], int]]
     return items
 
 
+@checked(ws="worksheet", key="bool")
 def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
     """Student N's sheet as Markdown; with ``key=True`` every intermediate answer follows.
 
@@ -529,8 +589,6 @@ def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
     >>> "## Answer key" in to_markdown(worksheet(1)), "## Answer key" in to_markdown(worksheet(1), key=True)
     (False, True)
     """
-    _check_worksheet("to_markdown", ws)
-    _check_bool("to_markdown", "key", key)
     out = [f"# Multi-head attention on paper: {_name(ws)}", "",
            f"Sentence: **{' '.join(ws.tokens)}**. {_facts(ws)}.", ""]
     for paragraph in _story(ws):
@@ -589,11 +647,6 @@ def _key_items(ws: Worksheet) -> list[tuple[str, Matrix, list[str], list[str], i
         items += [("concat", t.concat, toks, _labels("c", h * d_k), 4),
                   ("output", t.output, toks, _labels("d", d_model), 4)]
     return items
-
-
-def _check_bool(func: str, name: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{func}: {name} must be True or False, got {value!r}")
 
 
 # === HTML ===
@@ -702,9 +755,8 @@ def _text_height(text: str, chars: int = TEXT_CHARS, margin: float = 0.5) -> flo
     return TEXT_LINE * math.ceil(max(len(text), 1) / chars) + margin
 
 
-def _paper(func: str, paper: object) -> tuple[str, float, float]:
-    if paper not in PAPERS:
-        raise ValueError(f"{func}: paper must be one of {', '.join(PAPERS)}, got {paper!r}")
+def _paper(paper: str) -> tuple[str, float, float]:
+    """The @page size of ``paper`` and the width and height (mm) inside its margins."""
     size, width, height = PAPERS[paper]
     return size, width - 2 * MARGIN, height - 2 * MARGIN
 
@@ -821,19 +873,28 @@ def _document(title: str, paper_size: str, pages: list[str]) -> str:
             + "\n</body>\n</html>\n")
 
 
+@checked(ws="worksheet")
 def page_heights(ws: Worksheet) -> tuple[float, float]:
     """The worked-out heights (mm) of the sheet's page and of its key's page (the same on every paper)."""
-    _check_worksheet("page_heights", ws)
     return _sheet_page(ws)[1], _key_page(ws)[1]
 
 
+@checked(ws="worksheet", paper="worksheet paper")
 def fits_one_page(ws: Worksheet, paper: str = "a4") -> bool:
     """True when the sheet and its key each fit one page of ``paper`` (a4 or letter)."""
-    _check_worksheet("fits_one_page", ws)
-    _, _, limit = _paper("fits_one_page", paper)
+    _, _, limit = _paper(paper)
     return max(page_heights(ws)) <= limit
 
 
+@kind("worksheets")
+def _check_sheets(func: str, name: str, sheets: object, expected: tuple = ()) -> None:
+    if not isinstance(sheets, (list, tuple)) or not sheets:
+        raise ValueError(f"{func}: {name} must be a non-empty list of Worksheets")
+    for i, ws in enumerate(sheets):
+        _check_worksheet(func, f"{name}[{i}]", ws)
+
+
+@checked(sheets="worksheets", key="bool", paper="worksheet paper")
 def to_html(sheets: Sequence[Worksheet], *, key: bool = False, paper: str = "a4") -> str:
     """A print-ready page: each student's sheet on its own page; with ``key=True`` the keys
     follow, each on its own page, after all the sheets (print the first pages for the class).
@@ -842,13 +903,7 @@ def to_html(sheets: Sequence[Worksheet], *, key: bool = False, paper: str = "a4"
     >>> page.count('<section class="page">'), page.count('<section class="page key">'), "size: letter" in page
     (2, 2, True)
     """
-    func = "to_html"
-    if not isinstance(sheets, (list, tuple)) or not sheets:
-        raise ValueError(f"{func}: sheets must be a non-empty list of Worksheets")
-    for ws in sheets:
-        _check_worksheet(func, ws)
-    _check_bool(func, "key", key)
-    size, _, _ = _paper(func, paper)
+    size, _, _ = _paper(paper)
     pages = [_sheet_page(ws)[0] for ws in sheets]
     if key:
         pages += [_key_page(ws)[0] for ws in sheets]
@@ -955,6 +1010,7 @@ def _q_parameters(rng: random.Random) -> Question:
                     f"4 * {d_model}^2{f' + 4 * {d_model}' if bias else ''} = {count:,}; no, not on the heads")
 
 
+@checked(student="worksheet student", term="optional worksheet term")
 def exam(student: int, *, term: Optional[str] = None) -> Exam:
     """Student N's exam: one score, one softmax row, a masked row, a shape, a parameter count.
 
@@ -962,22 +1018,46 @@ def exam(student: int, *, term: Optional[str] = None) -> Exam:
     >>> [q.id for q in ex.questions], ex == exam(3), exam(3, term="oak") == ex
     (['score', 'softmax', 'masked', 'shape', 'parameters'], True, False)
     """
-    _check_student("exam", student)
-    term = _check_term("exam", term)
     rng = _rng("exam", student, term)
     questions = [_q_score(rng), _row_question(rng, False), _row_question(rng, True), _q_shape(rng),
                  _q_parameters(rng)]
     return Exam(student, questions, term is not None)
 
 
-def _check_exam(func: str, ex: object) -> None:
+_QUESTION_IDS = ("score", "softmax", "masked", "shape", "parameters")
+
+
+@kind("exam")
+def _check_exam(func: str, name: str, ex: object, expected: tuple = ()) -> None:
+    """An Exam as exam(N) made it: five questions whose parts the pages print."""
     if not isinstance(ex, Exam):
-        raise TypeError(f"{func}: ex must be an Exam (from exam(N)), got {type(ex).__name__}")
+        raise TypeError(f"{func}: {name} must be an Exam (from exam(N)), got {type(ex).__name__}")
+    if not _exam_as_made(ex):
+        raise ValueError(f"{func}: {name} is not as exam(N) made it: its questions were edited; make it again")
 
 
+def _exam_as_made(ex: Exam) -> bool:
+    if isinstance(ex.student, bool) or not isinstance(ex.student, int) or not 1 <= ex.student <= MAX_STUDENT:
+        return False
+    if not isinstance(ex.term, bool) or not isinstance(ex.questions, list) or \
+            [getattr(q, "id", None) for q in ex.questions] != list(_QUESTION_IDS):
+        return False
+    for q in ex.questions:
+        if not (isinstance(q, Question) and all(isinstance(t, str) for t in (q.title, q.prompt, q.answer_text))
+                and isinstance(q.given, dict) and isinstance(q.answer, dict)):
+            return False
+        table = q.given.get("table", [])
+        if not isinstance(table, list) or not all(isinstance(r, (list, tuple)) and len(r) == 3
+                                                  and all(map(is_number, r)) for r in table):
+            return False
+        if not isinstance(q.answer.get("weights", []), list):
+            return False
+    return True
+
+
+@checked(ex="exam")
 def exam_json(ex: Exam) -> dict:
     """The exam's questions and answers as plain lists and numbers."""
-    _check_exam("exam_json", ex)
     return {"student": ex.student, "with_term": ex.term,
             "questions": [{"id": q.id, "title": q.title, "prompt": q.prompt, "given": q.given, "answer": q.answer}
                           for q in ex.questions]}
@@ -986,14 +1066,13 @@ def exam_json(ex: Exam) -> dict:
 _EXAM_NOTE = "Show your working. Weights to 2 decimals; count a weight right when it is within 0.01."
 
 
+@checked(ex="exam", key="bool")
 def exam_markdown(ex: Exam, *, key: bool = False) -> str:
     """The exam as Markdown; with ``key=True`` the answers follow.
 
     >>> exam_markdown(exam(1)).splitlines()[0]
     '# Multi-head attention exam: student 1'
     """
-    _check_exam("exam_markdown", ex)
-    _check_bool("exam_markdown", "key", key)
     out = [f"# Multi-head attention exam: student {ex.student}", "", _EXAM_NOTE, ""]
     for n, q in enumerate(ex.questions, 1):
         out += [f"{n}. **{q.title}.** {q.prompt}", ""]
@@ -1036,15 +1115,18 @@ def _exam_key_page(ex: Exam) -> str:
     return "\n".join(out)
 
 
+@kind("exams")
+def _check_exams(func: str, name: str, exams: object, expected: tuple = ()) -> None:
+    if not isinstance(exams, (list, tuple)) or not exams:
+        raise ValueError(f"{func}: {name} must be a non-empty list of Exams")
+    for i, ex in enumerate(exams):
+        _check_exam(func, f"{name}[{i}]", ex)
+
+
+@checked(exams="exams", key="bool", paper="worksheet paper")
 def exam_html(exams: Sequence[Exam], *, key: bool = False, paper: str = "a4") -> str:
     """A print-ready page: one exam per page; with ``key=True`` the keys follow, one per page."""
-    func = "exam_html"
-    if not isinstance(exams, (list, tuple)) or not exams:
-        raise ValueError(f"{func}: exams must be a non-empty list of Exams")
-    for ex in exams:
-        _check_exam(func, ex)
-    _check_bool(func, "key", key)
-    size, _, _ = _paper(func, paper)
+    size, _, _ = _paper(paper)
     pages = [_exam_page(ex) for ex in exams] + ([_exam_key_page(ex) for ex in exams] if key else [])
     who = f"student {exams[0].student}" if len(exams) == 1 else f"students {exams[0].student}-{exams[-1].student}"
     return _document(f"Multi-head attention exam: {who}{' with keys' if key else ''}", size, pages)
@@ -1079,7 +1161,7 @@ def _students(text: str) -> list[int]:
 
 def _term(text: str) -> str:
     try:
-        return _check_term("--term", text)
+        return _check_term("--term", "term", text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"the term must be 1-{MAX_TERM} printable characters, not only spaces "
                                          f"(got {len(text)})") from None
@@ -1100,7 +1182,7 @@ def _bounded(low: int, high: int, why: str):
 def _steps(text: str) -> tuple:
     names = [s.strip() for s in text.split(",")]
     try:
-        return _check_steps("--steps", names)
+        return _check_steps("--steps", "steps", names)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e).removeprefix("--steps: ")) from None
 
@@ -1163,6 +1245,40 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
     args.paper = args.paper or "a4"
 
 
+_FORMATS = ("md", "html", "json")
+
+
+@kind("worksheet arguments")
+def _check_arguments(func: str, name: str, args: object, expected: tuple = ()) -> None:
+    """What build_parser() parsed and _validate completed: one of --student, --students, --example; each
+    option's value as the parser allows it."""
+    if not isinstance(args, argparse.Namespace):
+        raise TypeError(f"{func}: {name} must be the parsed arguments (build_parser().parse_args(...)), "
+                        f"got {type(args).__name__}")
+    given = {option: getattr(args, option, None) for option in ("student", "students", "example", "exam", "term",
+                                                                "heads", "tokens", "steps", "paper", "key", "format")}
+    for option in ("example", "exam", "key"):
+        if not isinstance(given[option], bool):
+            raise TypeError(f"{func}: {name}.{option} must be True or False, got {given[option]!r}")
+    if given["format"] not in _FORMATS:
+        raise ValueError(f"{func}: {name}.format must be one of {', '.join(_FORMATS)}, got {given['format']!r:.40}")
+    students = given["students"] or []
+    if not isinstance(students, list) or len(students) > MAX_SHEETS:
+        raise ValueError(f"{func}: {name}.students must be a list of at most {MAX_SHEETS} student numbers")
+    for n in students:
+        _check_student(func, f"{name}.students[]", n)
+    if given["student"] is not None:
+        _check_student(func, f"{name}.student", given["student"])
+    if (given["student"] is not None) + bool(students) + given["example"] != 1:
+        raise ValueError(f"{func}: {name} must name one of student, students and example")
+    _check_term(func, f"{name}.term", given["term"])
+    _check_heads(func, f"{name}.heads", given["heads"])
+    _check_tokens(func, f"{name}.tokens", given["tokens"])
+    _check_steps(func, f"{name}.steps", given["steps"])
+    _check_paper(func, f"{name}.paper", given["paper"])
+
+
+@checked(args="worksheet arguments")
 def render(args: argparse.Namespace) -> str:
     """What ``main`` prints for parsed (and validated) arguments; ValueError if a page would overflow."""
     numbers = [args.student] if args.student is not None else args.students
@@ -1192,7 +1308,7 @@ def render(args: argparse.Namespace) -> str:
 def _check_fit(sheets: Sequence[Worksheet], paper: str) -> None:
     """Refuse a size whose sheet or key would run onto a second page (in every format, so a
     teacher sees it before printing)."""
-    _, width, limit = _paper("worksheet", paper)
+    _, width, limit = _paper(paper)
     for ws in sheets:
         need = max(page_heights(ws))
         if need > limit:
