@@ -1,6 +1,7 @@
 """The door (core/checks.py ``checked``): checks at the door, trust inside, overflow named once."""
 
 import math
+from typing import NamedTuple
 
 import pytest
 
@@ -296,3 +297,21 @@ def test_a_vector_of_the_wrong_type_and_ints_too_large_for_a_float():
         softmax("abc")
     assert all_finite([[1.0, 10**400]]) is False and all_finite([[1.0, 10**300]]) is True
     assert _finite([1.0, 10**400]) is False and _finite(10**400) is False and _finite([1.0, 2]) is True
+
+
+def test_a_registered_kind_may_name_its_sizes_and_a_door_may_be_called_otherwise():
+    from mha_lists.core.checks import kind
+
+    class Sized(NamedTuple):
+        n: int
+
+    @kind("test sized thing")
+    def _sized(func, name, value, expected):  # the sizes a kind names come as a NamedTuple
+        return Sized(len(value))
+
+    @checked(A="matrix n m", thing="test sized thing", called="Thing")
+    def make(A, thing):
+        return len(A)
+    assert make([[1.0], [2.0]], "ab") == 2
+    with pytest.raises(ShapeError, match=r"^Thing: A is 2x1 and thing; A's rows \(2\) must equal thing's  \(3\)$"):
+        make([[1.0], [2.0]], "abc")

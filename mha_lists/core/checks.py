@@ -263,7 +263,7 @@ def all_finite(rows: Sequence[Sequence[float]]) -> bool:
 
 
 class _Kind(NamedTuple):
-    check: Callable  # (func, name, value) -> its sizes: a tuple, an int (a vector's length), a dict of named sizes
+    check: Callable  # (func, name, value) -> its sizes: a tuple, an int (a vector's length), a NamedTuple of named sizes
     axes: tuple[str, ...]  # what each size is called in a message: "rows", "columns", "entries"
     expects: bool = False  # the check is also given the sizes expected so far, (T, None) say
 
@@ -308,7 +308,7 @@ def _rule(name: str, spec: str) -> _Rule:  # pragma: no mutate
     words = spec.split()  # pragma: no mutate
     optional = words[:1] == ["optional"]  # pragma: no mutate
     words = words[optional:]  # pragma: no mutate
-    for n in (2, 1):  # "finite matrix" before "matrix"  # pragma: no mutate
+    for n in range(len(words), 0, -1):  # the longest kind first: "finite matrix" before "matrix"  # pragma: no mutate
         if " ".join(words[:n]) in KINDS:  # pragma: no mutate
             return _Rule(name, optional, KINDS[" ".join(words[:n])], tuple(words[n:]))  # pragma: no mutate
     raise ValueError(f"checked: {name}={spec!r} names no kind of argument ({', '.join(KINDS)})")  # pragma: no mutate
@@ -328,7 +328,7 @@ _inside: list[Optional[str]] = [None]  # the checked function that runs: what it
 
 def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = None,
             finite_result: Union[bool, Callable] = False, inside: bool = False, same: Optional[dict[str, str]] = None,
-            **contract: str) -> Callable:
+            called: Optional[str] = None, **contract: str) -> Callable:
     """Declare what each argument must be; check it when the function is called from outside.
 
     ``why`` gives the rule for a size (or for an argument), in words, for the
@@ -345,6 +345,8 @@ def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = 
     otherwise go unseen (a score that overflows to -inf looks like a masked key).
     ``same={"T_k": "T"}``: a size that no
     argument gave (the optional context was None) is another size.
+    ``called``: the name the messages use, when it is not the function's own
+    (a class's ``__init__`` speaks as the class: ``called="Heatmap"``).
 
     >>> @checked(A="matrix n m", B="matrix m p")
     ... def product_shape(A, B):
@@ -363,7 +365,7 @@ def checked(*, why: Optional[dict[str, str]] = None, also: Optional[Callable] = 
         signature = inspect.signature(fn)  # pragma: no mutate
         params = signature.parameters.values()  # pragma: no mutate
         plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)  # pragma: no mutate
-        door_of = _Door(fn, fn.__name__, signature, rules, why or {}, same or {},  # pragma: no mutate
+        door_of = _Door(fn, called or fn.__name__, signature, rules, why or {}, same or {},  # pragma: no mutate
                         also, finite_result, inside, plain,  # pragma: no mutate
                         tuple(p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD),  # pragma: no mutate
                         {p.name: p.default for p in params if p.default is not p.empty},  # pragma: no mutate

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Optional
 
 from ..core.checks import ShapeError, check_int, check_rows, check_str, checked, is_number, kind
@@ -164,16 +164,6 @@ def _cell_colour(t: float) -> tuple[str, str]:
     return f"rgb({red},{green},255)" if t < 0.999 else "rgb(33,102,255)", "#fff" if t > 0.55 else "#000"
 
 
-def _class_door(name: str, door: Callable) -> Callable:
-    """A door on a class's ``__init__``: ``checked`` names a message by the function, so call it the class."""
-    def decorate(init: Callable) -> Callable:
-        init.__name__ = name
-        checked_init = door(init)
-        checked_init.__name__ = "__init__"
-        return checked_init
-    return decorate
-
-
 def _colour_range(func: str, arguments: dict, sizes: dict) -> None:
     vmin, vmax = arguments["vmin"], arguments["vmax"]
     if vmin is not None and vmax is not None and vmin >= vmax:
@@ -189,7 +179,7 @@ class Heatmap:
     Jupyter calls ``_repr_html_``; a terminal shows the text table instead.
     """
 
-    @_class_door("Heatmap", checked(**_HEATMAP, note="optional str"))
+    @checked(**_HEATMAP, note="optional str", called="Heatmap")
     def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None, note=None):
         self.n, self.m = len(M), len(M[0])
         self.rows, self.cols = _labels(M, row_labels, col_labels)
@@ -281,7 +271,7 @@ _BARS = dict(digits="display digits", values="finite vector n", title="optional 
 class BarChart:
     """Labelled horizontal bars in HTML; ``#`` bars as text outside Jupyter."""
 
-    @_class_door("BarChart", checked(**_BARS, width="int", also=_bars_fit))
+    @checked(**_BARS, width="int", also=_bars_fit, called="BarChart")
     def __init__(self, labels, values, *, digits=3, title=None, width=40):
         self.labels, self.values = [str(s) for s in labels], list(values)
         self.digits, self.title, self.width = digits, title, width
