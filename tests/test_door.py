@@ -315,3 +315,32 @@ def test_a_registered_kind_may_name_its_sizes_and_a_door_may_be_called_otherwise
     assert make([[1.0], [2.0]], "ab") == 2
     with pytest.raises(ShapeError, match=r"^Thing: A is 2x1 and thing; A's rows \(2\) must equal thing's  \(3\)$"):
         make([[1.0], [2.0]], "abc")
+
+
+def test_every_public_function_of_the_core_and_the_teaching_modules_opens_a_door():
+    """One mechanism everywhere: a public function checks through @checked (it has a .contract);
+    the check helpers themselves, the door's machinery, show (any object), a command's main (argparse
+    checks it) and a function with no parameters are the exceptions."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import mha_lists
+    machinery = {"describe", "is_number", "all_numbers", "too_large", "all_finite", "kind", "checked", "show"}
+    open_doors, missing = 0, []
+    for info in pkgutil.walk_packages(mha_lists.__path__, "mha_lists."):
+        module = importlib.import_module(info.name)
+        layer = info.name.split(".")[1] if info.name.count(".") >= 2 else ""
+        for name, obj in vars(module).items():
+            if not inspect.isfunction(getattr(obj, "__wrapped__", obj)) or name.startswith("_"):
+                continue
+            if getattr(obj, "__module__", None) != info.name or name.startswith("check_") or name in machinery:
+                continue
+            if name == "main" or not inspect.signature(obj).parameters:
+                continue
+            if layer in ("core", "teaching") or name in getattr(module, "__all__", ()):
+                if hasattr(obj, "contract"):
+                    open_doors += 1
+                else:
+                    missing.append(f"{info.name}.{name}")
+    assert missing == [] and open_doors > 100, (missing, open_doors)
