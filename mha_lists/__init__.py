@@ -26,7 +26,7 @@ tools/      apart: commands, ``python -m mha_lists.tools.NAME``
             bench.py, induction.py
 
 The names below are the ones the core notebooks use; everything else is imported
-from its file (``from mha_lists.teaching.strided import view``).
+from its file (``from mha_lists.teaching.strided import tensor``).
 """
 
 from .core.attention import MHAWeights, attention, attention_trace, multi_head_attention

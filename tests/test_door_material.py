@@ -32,6 +32,16 @@ def test_every_public_function_has_a_door(module):
     assert without == []
 
 
+def test_every_method_of_the_strided_tensor_has_a_door_for_self():
+    methods = {name: inspect.getattr_static(Strided, name) for name in vars(Strided)
+               if not name.startswith("_") and inspect.isfunction(inspect.getattr_static(Strided, name))}
+    assert sorted(methods) == ["contiguous", "element", "is_contiguous", "storage_index", "tolist", "transpose", "view"]
+    assert all(f.contract["self"] == "strided tensor" for f in methods.values())
+    assert Strided.row_major_strides.contract == {"shape": "strided shape"}  # a staticmethod: it takes a shape
+    with pytest.raises(ShapeError, match=r"^view: t's storage has 1 entries but its shape \(2,\)"):
+        Strided([1], (2,), (1,)).view((2,))  # the messages call a method's tensor t, as the docs do
+
+
 def test_the_counter_has_a_door_and_speaks_as_matmul():
     assert cost.MultiplyAddCounter.matmul.contract["A"] == "finite matrix n m"
     with pytest.raises(ShapeError, match=r"^matmul: A is 1x2 and B is 3x1; A's columns \(2\) must equal B's rows \(3\)$"):

@@ -127,24 +127,25 @@ BAD_TENSORS = [
     Strided([1] * 6, (), ()),
     Strided([1], (HUGE, HUGE), (0, 0)),           # 10^18 elements read from one number
 ]
-for t in BAD_TENSORS:
-    for name in ("contiguous", "is_contiguous", "tolist", "strided_merge_heads"):
-        bad(name, getattr(strided, name), t)
-    bad("view", strided.view, t, (6,))
-    bad("transpose_dims", strided.transpose_dims, t, 0, 1)
-    bad("element", strided.element, t, (0, 0))
-    bad("storage_index", strided.storage_index, t, (0, 0))
+for t in BAD_TENSORS:  # Strided's methods, called as Strided.view(t, shape) = t.view(shape), so t can be anything
+    for name in ("contiguous", "is_contiguous", "tolist"):
+        bad(name, getattr(Strided, name), t)
+    bad("strided_merge_heads", strided.strided_merge_heads, t)
+    bad("view", Strided.view, t, (6,))
+    bad("transpose", Strided.transpose, t, 0, 1)
+    bad("element", Strided.element, t, (0, 0))
+    bad("storage_index", Strided.storage_index, t, (0, 0))
     bad("strided_split_heads", strided.strided_split_heads, t, 1)
 for shape in [None, (), (0, 4), (-1,), ("2", 2), (2.0, 2), (3,), (True, 4), [[4]], 4, "4", (HUGE,), (1,) * 1000]:
-    bad("view", strided.view, T, shape)
-bad("view", strided.view, strided.transpose_dims(T, 1, 2), (4,))
+    bad("view", Strided.view, T, shape)
+bad("view", Strided.view, T.transpose(1, 2), (4,))
 for d0, d1 in [(0, 3), (-1, 0), ("0", 1), (None, 0), (0, 1.0), (True, 0), (0, HUGE)]:
-    bad("transpose_dims", strided.transpose_dims, T, d0, d1)
+    bad("transpose", Strided.transpose, T, d0, d1)
 for index in [None, (0, 0), (0, 0, 9), (0, 0, -1), (0, 0, 0.5), "000", (0, 0, True), (0, 0, [0]), (0, 0, 0, 0), 5]:
-    bad("element", strided.element, T, index)
-    bad("storage_index", strided.storage_index, T, index)
+    bad("element", Strided.element, T, index)
+    bad("storage_index", Strided.storage_index, T, index)
 for shape in [None, (), (0,), (-1,), ("2",), (2.5,), [[2]], 5, "23", (1,) * 1000]:
-    bad("row_major_strides", strided.row_major_strides, shape)
+    bad("row_major_strides", Strided.row_major_strides, shape)
 for nest in [None, 5, 2.5, "ab", [], [[]], [[1, 2], [3]], [[1], 2], [1, [2]], [["a"]], [[None]], [[1, 2], []],
              {1: 2}]:
     bad("tensor", strided.tensor, nest)
@@ -153,7 +154,7 @@ bad("tensor", strided.tensor, SELF_LIST, unchanged=False)
 for h in BAD_SIZES + [3, HUGE]:
     bad("strided_split_heads", strided.strided_split_heads, T, h)
 bad("strided_split_heads", strided.strided_split_heads, strided.tensor([1, 2]), 1)
-bad("strided_split_heads", strided.strided_split_heads, strided.transpose_dims(T, 1, 2), 1)
+bad("strided_split_heads", strided.strided_split_heads, T.transpose(1, 2), 1)
 bad("strided_merge_heads", strided.strided_merge_heads, T)
 
 # === cost.py ===
@@ -493,7 +494,7 @@ def test_shape_errors_are_shape_errors():
     with pytest.raises(ShapeError, match=r"^raw_scores: Q is 1x2 and K is 1x3; Q and K must have the same number"):
         paper.raw_scores([[1, 2]], [[1, 2, 3]])
     with pytest.raises(ShapeError, match=r"^element: t's storage has 3 entries"):
-        strided.element(Strided([1, 2, 3], (2, 3), (3, 1)), (0, 0))
+        Strided([1, 2, 3], (2, 3), (3, 1)).element((0, 0))
 
 
 def test_too_large_values_say_so():
@@ -514,8 +515,8 @@ def test_the_good_calls_next_to_the_bad_ones_still_work():
     assert paper.raw_scores([[2, 0]], [[2, 0], [0, 2], [-2, 0]]) == [[4.0, 0.0, -4.0]]
     assert paper.exp_table([0, -4], 0.5)[1].exp == 0.1353
     assert paper.exp_table([700], 1.0)[0].exp == round(math.exp(700), 4)
-    assert strided.element(Strided([1, 2, 3], (3,), (1,)), (2,)) == 3
-    assert strided.tolist(Strided([7], (2, 2), (0, 0))) == [[7, 7], [7, 7]]  # a stride of 0 repeats
+    assert Strided([1, 2, 3], (3,), (1,)).element((2,)) == 3
+    assert Strided([7], (2, 2), (0, 0)).tolist() == [[7, 7], [7, 7]]  # a stride of 0 repeats
     assert training.adam_step([1.0], [1.0], AdamState(1, [0.1], [0.001]))[1].step == 2
     assert display.BarChart(["a"], [1.0], width=10).width == 10
 
@@ -526,9 +527,9 @@ def test_a_limit_itself_is_allowed():
     with pytest.raises(ValueError, match=r"^demo: sizes make 5,000,001 weights; at most 5,000,000$"):
         weights.check_weight_count("demo", weights.MAX_WEIGHTS + 1, "sizes")
     assert weights.check_std("demo", "std", weights.MAX_STD) == 1e300
-    assert strided.is_contiguous(Strided([0], (strided.MAX_ELEMENTS,), (0,))) is False  # a stride of 0 is a repeat
+    assert Strided([0], (strided.MAX_ELEMENTS,), (0,)).is_contiguous() is False  # a stride of 0 is a repeat
     with pytest.raises(ValueError, match=r"^is_contiguous: t.shape \(10000001,\) has 10,000,001 elements; at most"):
-        strided.is_contiguous(Strided([0], (strided.MAX_ELEMENTS + 1,), (0,)))
+        Strided([0], (strided.MAX_ELEMENTS + 1,), (0,)).is_contiguous()
 
 
 def test_a_parser_error_is_one_line_even_for_a_message_of_two():

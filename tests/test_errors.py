@@ -16,6 +16,7 @@ from mha_lists.core import checks, gradients, matrix
 from mha_lists.core import softmax_and_masks as masks
 from mha_lists.core import softmax_and_masks as softmax_module
 from mha_lists.teaching import block, cost, decoding, display, example, strided, torch_init, training, weights
+from mha_lists.teaching.strided import Strided
 
 NAN, INF = math.nan, math.inf
 GOOD_W = weights.init_mha_weights(4, 2, seed=0)
@@ -105,18 +106,19 @@ CASES = {
     "bar_chart": (display.bar_chart, [(["a"], [1.0, 2.0]), (["a"], [-1.0]), (["a"], [NAN]), (5, [1.0]),
                                       (["a"], None), ([], [])]),
     "tensor": (strided.tensor, [([],), ([[1, 2], [3]],), ([[1], 2],)]),
-    "view": (strided.view, [(T, (3,)), (T, (0, 4)), (T, None), (None, (4,)), (T, (2.0, 2)),
-                            (strided.transpose_dims(T, 1, 2), (4,))]),
-    "transpose_dims": (strided.transpose_dims, [(T, 0, 3), (T, -1, 0), (T, "0", 1), (None, 0, 1)]),
-    "contiguous": (strided.contiguous, [(None,), ([[1]],)]),
-    "is_contiguous": (strided.is_contiguous, [(None,), ([[1]],)]),
-    "tolist": (strided.tolist, [(None,), ([[1]],)]),
-    "element": (strided.element, [(T, (0, 0)), (T, (0, 0, 9)), (T, None), (None, (0,)), (T, (0, 0, 0.5))]),
-    "storage_index": (strided.storage_index, [(T, (0, 0)), (T, (1, 0, 0)), (T, "000")]),
-    "row_major_strides": (strided.row_major_strides, [(None,), ((2, 0),), ((2, "3"),), ((),)]),
+    # Strided's methods, called as Strided.view(t, shape) = t.view(shape), so a non-tensor can be tried as t
+    "view": (Strided.view, [(T, (3,)), (T, (0, 4)), (T, None), (None, (4,)), (T, (2.0, 2)),
+                            (T.transpose(1, 2), (4,))]),
+    "transpose": (Strided.transpose, [(T, 0, 3), (T, -1, 0), (T, "0", 1), (None, 0, 1)]),
+    "contiguous": (Strided.contiguous, [(None,), ([[1]],)]),
+    "is_contiguous": (Strided.is_contiguous, [(None,), ([[1]],)]),
+    "tolist": (Strided.tolist, [(None,), ([[1]],)]),
+    "element": (Strided.element, [(T, (0, 0)), (T, (0, 0, 9)), (T, None), (None, (0,)), (T, (0, 0, 0.5))]),
+    "storage_index": (Strided.storage_index, [(T, (0, 0)), (T, (1, 0, 0)), (T, "000")]),
+    "row_major_strides": (Strided.row_major_strides, [(None,), ((2, 0),), ((2, "3"),), ((),)]),
     "strided_split_heads": (strided.strided_split_heads, [(T, 0), (T, 3), (T, 2.0), (None, 2),
                                                           (strided.tensor([1, 2]), 1),
-                                                          (strided.transpose_dims(T, 1, 2), 1)]),
+                                                          (T.transpose(1, 2), 1)]),
     "strided_merge_heads": (strided.strided_merge_heads, [(T,), (None,)]),
     # the backward pass
     "multi_head_attention_backward": (gradients.multi_head_attention_backward,

@@ -5,50 +5,54 @@ import pytest
 from mha_lists import ShapeError, attention_heatmap, format_matrix, running_example, split_heads
 from mha_lists.teaching.display import bar_chart, format_number, heatmap
 from mha_lists.teaching.example import EMBED_STD, SENTENCE, VOCAB, embed, embedding_table, encode, tokenize
-from mha_lists.teaching.strided import (contiguous, element, is_contiguous, row_major_strides, storage_index,
-                               strided_merge_heads,
-                               strided_split_heads, tensor, tolist,
-                               transpose_dims, view)
+from mha_lists.teaching.strided import Strided, strided_merge_heads, strided_split_heads, tensor
 
 # === Strided tensors ===
 
 
 def test_storage_index_by_hand():
     t = tensor([[[i * 12 + j * 4 + c for c in range(4)] for j in range(3)] for i in range(2)])
-    assert t.strides == (12, 4, 1) == row_major_strides((2, 3, 4))
-    assert storage_index(t, (1, 2, 3)) == 1 * 12 + 2 * 4 + 3 == 23
-    assert element(t, (1, 2, 3)) == 23
+    assert t.strides == (12, 4, 1) == Strided.row_major_strides((2, 3, 4))
+    assert t.storage_index((1, 2, 3)) == 1 * 12 + 2 * 4 + 3 == 23
+    assert t.element((1, 2, 3)) == 23
 
 
 def test_transpose_swaps_strides_and_shares_data():
     t = tensor([[1, 2, 3], [4, 5, 6]])
-    u = transpose_dims(t, 0, 1)
+    u = t.transpose(0, 1)
     assert u.data is t.data and u.strides == (1, 3) and u.shape == (3, 2)
-    assert tolist(u) == [[1, 4], [2, 5], [3, 6]]
-    assert not is_contiguous(u)
-    c = contiguous(u)
-    assert c.data == [1, 4, 2, 5, 3, 6] and c.data is not t.data and is_contiguous(c)
-    assert contiguous(t) is t
+    assert u.tolist() == [[1, 4], [2, 5], [3, 6]]
+    assert not u.is_contiguous()
+    c = u.contiguous()
+    assert c.data == [1, 4, 2, 5, 3, 6] and c.data is not t.data and c.is_contiguous()
+    assert t.contiguous() is t
 
 
 def test_view_needs_contiguous_and_the_same_size():
     t = tensor([1, 2, 3, 4, 5, 6])
-    assert tolist(view(t, (2, 3))) == [[1, 2, 3], [4, 5, 6]]
-    assert view(t, (2, 3)).data is t.data
+    assert t.view((2, 3)).tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert t.view((2, 3)).data is t.data
     with pytest.raises(ValueError, match=r"view: the tensor of shape \(3, 2\) with strides \(1, 3\) is not contiguous"):
-        view(transpose_dims(view(t, (2, 3)), 0, 1), (6,))
+        t.view((2, 3)).transpose(0, 1).view((6,))
     with pytest.raises(ShapeError, match=r"view: shape \(6,\) has 6 elements but \(4,\) has 4"):
-        view(t, (4,))
+        t.view((4,))
 
 
 def test_split_and_merge_heads_round_trip_and_match_column_blocks():
     x = running_example().x
     batch = tensor([x, x[::-1]])
     heads = strided_split_heads(batch, 2)
-    assert heads.shape == (2, 2, 5, 8) and heads.data is batch.data and not is_contiguous(heads)
-    assert tolist(heads)[0] == split_heads(x, 2)
+    assert heads.shape == (2, 2, 5, 8) and heads.data is batch.data and not heads.is_contiguous()
+    assert heads.tolist()[0] == split_heads(x, 2)
     merged = strided_merge_heads(heads)
-    assert merged.shape == (2, 5, 16) and tolist(merged) == [x, x[::-1]]
+    assert merged.shape == (2, 5, 16) and merged.tolist() == [x, x[::-1]]
+
+
+def test_split_and_merge_are_the_pytorch_lines_written_with_the_methods():
+    t = tensor([[[float(10 * i + c) for c in range(6)] for i in range(4)]])  # [1, 4, 6], 3 heads of 2
+    assert strided_split_heads(t, 3) == t.view((1, 4, 3, 2)).transpose(1, 2)
+    heads = strided_split_heads(t, 3).contiguous()
+    assert strided_merge_heads(heads) == heads.transpose(1, 2).contiguous().view((1, 4, 6)) == t
 
 
 # === Display ===

@@ -8,7 +8,8 @@ weights.py                 drawing weights: init_mha_weights, init schemes
 display.py                 printing matrices, heatmaps, bar charts
 pictures.py                pictures drawn from the live numbers (SVG): the
                            pipeline, attention lines, query/key arrows, a line chart
-strided.py                 a tensor as a flat list + shape + strides
+strided.py                 a tensor as a flat list + shape + strides (tensor;
+                           t.view, t.transpose, t.contiguous as in PyTorch)
 cost.py                    counting multiply-adds as products run
 torch_init.py              PyTorch's default initialisation
 block.py                   LayerNorm and dropout, around attention

@@ -1,9 +1,23 @@
 """A tensor as PyTorch stores it: one flat list, a shape, and strides.
 
 Element ``[i0, i1, ...]`` lives at ``data[offset + i0 * strides[0] + i1 * strides[1] + ...]``.
-``view`` reads the same list with another shape; ``transpose_dims`` swaps two
-strides and moves nothing; ``contiguous`` is the copy that puts elements back
-in row-major order. This is what ``x.view(B, T, h, d_k).transpose(1, 2)`` does.
+The operations are the tensor's own methods, as in PyTorch:
+
+=================================  ================================================
+tensor(nested)                     copy nested lists into a contiguous Strided
+t.view(shape)                      the same list read with another shape (a contiguous t)
+t.transpose(dim0, dim1)            two sizes and two strides swapped; nothing moves
+t.contiguous()                     the copy that puts the elements in row-major order
+t.is_contiguous()                  are they in row-major order already?
+t.tolist()                         the tensor as nested lists
+t.element(index)                   one element
+t.storage_index(index)             where that element lives in ``t.data``
+Strided.row_major_strides(shape)   the strides of a contiguous tensor of that shape
+strided_split_heads(t, num_heads)  ``t.view((B, T, h, d_k)).transpose(1, 2)``
+strided_merge_heads(t)             ``t.transpose(1, 2).contiguous().view((B, T, d_model))``
+=================================  ================================================
+
+This is what ``x.view(B, T, h, d_k).transpose(1, 2)`` does.
 """
 
 from __future__ import annotations
@@ -14,8 +28,7 @@ from typing import NamedTuple
 
 from ..core.checks import ShapeError, check_int, check_positive_int, checked, is_number, kind
 
-__all__ = ["Strided", "tensor", "view", "transpose_dims", "contiguous", "is_contiguous", "tolist", "element",
-           "storage_index", "row_major_strides", "strided_split_heads", "strided_merge_heads"]
+__all__ = ["Strided", "tensor", "strided_split_heads", "strided_merge_heads"]
 
 
 MAX_DIMS = 64  # dimensions of a tensor here
@@ -28,6 +41,7 @@ MAX_ELEMENTS = 10_000_000  # elements of a tensor here (a stride of 0 can read m
 @kind("strided tensor")
 def _check_tensor(func: str, name: str, t: object, expected: tuple = ()) -> None:
     """A Strided whose shape, strides and offset only ever read inside its storage."""
+    name = "t" if name == "self" else name  # a method's tensor: the messages call it t, as the docs do
     if not isinstance(t, Strided):
         raise TypeError(f"{func}: {name} must be a Strided tensor (see tensor()), got {type(t).__name__}")
     if not isinstance(t.data, list):
@@ -62,23 +76,7 @@ def _check_shape(func: str, name: str, shape: object, expected: tuple = ()) -> t
     return tuple(shape)
 
 
-class Strided(NamedTuple):
-    """A view of a flat list of numbers as an n-dimensional tensor."""
-
-    data: list  # the storage, shared between views
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int = 0
-
-
-@checked(shape="strided shape")
-def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Strides of a contiguous tensor: the last dimension moves by 1.
-
-    >>> row_major_strides((2, 5, 16))
-    (80, 16, 1)
-    """
-    return _row_major_strides(shape)
+# === What the methods trust, and the rules their doors check beyond the kinds ===
 
 
 def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -87,6 +85,160 @@ def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(step)
         step *= n
     return tuple(reversed(strides))
+
+
+def _position(t: Strided, index: tuple[int, ...]) -> int:
+    """offset + sum of index * stride, for an index known to be in range."""
+    return t.offset + sum(i * s for i, s in zip(index, t.strides))
+
+
+def _is_contiguous(t: Strided) -> bool:
+    return all(s == r for n, s, r in zip(t.shape, t.strides, _row_major_strides(t.shape)) if n != 1)
+
+
+def _check_row_major(func: str, t: Strided) -> None:
+    if not _is_contiguous(t):
+        raise ValueError(
+            f"{func}: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
+            "its elements are not in row-major order, so call contiguous() first (a copy)"
+        )
+
+
+def _index_in_range(func: str, arguments: dict, sizes: dict) -> None:
+    t, index = arguments["self"], arguments["index"]
+    if not isinstance(index, (list, tuple)):
+        raise TypeError(f"{func}: index must be a tuple of ints, got {index!r}")
+    if len(index) != len(t.shape):
+        raise ShapeError(f"{func}: index {index} has {len(index)} numbers; the tensor has {len(t.shape)} dimensions")
+    for d, (i, n) in enumerate(zip(index, t.shape)):
+        if not 0 <= check_int(func, f"index[{d}]", i) < n:
+            raise ValueError(f"{func}: index {i} is out of range for dimension {d} of size {n}")
+
+
+def _view_keeps_elements(func: str, arguments: dict, sizes: dict) -> None:
+    t, shape = arguments["self"], tuple(arguments["shape"])
+    if math.prod(shape) != math.prod(t.shape):
+        raise ShapeError(
+            f"{func}: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
+            "a view must keep the number of elements"
+        )
+    _check_row_major(func, t)
+
+
+def _dims_exist(func: str, arguments: dict, sizes: dict) -> None:
+    dims = len(arguments["self"].shape)
+    for d in (arguments["dim0"], arguments["dim1"]):
+        if not 0 <= d < dims:
+            raise ValueError(f"{func}: dimension {d} does not exist in a {dims}-dimensional tensor")
+
+
+# === The tensor and its methods ===
+
+
+class Strided(NamedTuple):
+    """A view of a flat list of numbers as an n-dimensional tensor.
+
+    Its operations are its methods, as a PyTorch tensor's are: ``t.view((2, 3))``,
+    ``t.transpose(0, 1)``, ``t.contiguous()``. Each checks its arguments at the door.
+    """
+
+    data: list  # the storage, shared between views
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    @staticmethod
+    @checked(shape="strided shape")
+    def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Strides of a contiguous tensor: the last dimension moves by 1.
+
+        >>> Strided.row_major_strides((2, 5, 16))
+        (80, 16, 1)
+        """
+        return _row_major_strides(shape)
+
+    @checked(self="strided tensor", also=_index_in_range)
+    def storage_index(self, index: tuple[int, ...]) -> int:
+        """Where element ``index`` lives in ``self.data``: offset + sum of index * stride.
+
+        >>> tensor([[1, 2, 3], [4, 5, 6]]).storage_index((1, 2))
+        5
+        """
+        return _position(self, index)
+
+    @checked(self="strided tensor", also=_index_in_range)
+    def element(self, index: tuple[int, ...]):
+        """The element at ``index``.
+
+        >>> tensor([[1, 2, 3], [4, 5, 6]]).element((1, 0))
+        4
+        """
+        return self.data[_position(self, index)]
+
+    @checked(self="strided tensor")
+    def is_contiguous(self) -> bool:
+        """True when the strides are the row-major ones: reading data in order walks the tensor in order.
+
+        >>> tensor([[1, 2], [3, 4]]).transpose(0, 1).is_contiguous()
+        False
+        """
+        return _is_contiguous(self)
+
+    @checked(self="strided tensor", shape="strided shape", also=_view_keeps_elements)
+    def view(self, shape: tuple[int, ...]) -> Strided:
+        """The same data read with another shape (same number of elements); nothing is copied.
+
+        This simple version needs a contiguous tensor. After a transpose the
+        elements are no longer in row-major order; PyTorch's ``view`` can still
+        split or keep some dimensions of such a tensor, but merging dimensions
+        whose elements are not next to each other in memory (as merging heads
+        after a transpose does) fails there too. Call ``contiguous`` first.
+
+        >>> tensor([1, 2, 3, 4, 5, 6]).view((2, 3)).strides
+        (3, 1)
+        """
+        return Strided(self.data, tuple(shape), _row_major_strides(shape), self.offset)
+
+    @checked(self="strided tensor", dim0="int", dim1="int", also=_dims_exist)
+    def transpose(self, dim0: int, dim1: int) -> Strided:
+        """Swap two dimensions by swapping their sizes and strides; the data list is shared, not moved.
+
+        >>> tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1)
+        Strided(data=[1, 2, 3, 4, 5, 6], shape=(3, 2), strides=(1, 3), offset=0)
+        """
+        shape, strides = list(self.shape), list(self.strides)
+        shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+        strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
+        return Strided(self.data, tuple(shape), tuple(strides), self.offset)
+
+    @checked(self="strided tensor")
+    def contiguous(self) -> Strided:
+        """The same elements in row-major order: ``self`` if they are already, else a copy.
+
+        >>> tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1).contiguous().data
+        [1, 4, 2, 5, 3, 6]
+        """
+        if _is_contiguous(self):
+            return self
+        data = [self.data[_position(self, index)] for index in product(*(range(n) for n in self.shape))]
+        return Strided(data, self.shape, _row_major_strides(self.shape))
+
+    @checked(self="strided tensor")
+    def tolist(self):
+        """The tensor as nested lists, in the order its shape and strides say.
+
+        >>> tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1).tolist()
+        [[1, 4], [2, 5], [3, 6]]
+        """
+        def build(prefix):
+            if len(prefix) == len(self.shape):
+                return self.data[_position(self, prefix)]
+            return [build(prefix + [i]) for i in range(self.shape[len(prefix)])]
+
+        return build([])
+
+
+# === Making one, and the two PyTorch lines of multi-head attention ===
 
 
 def _check_nested(func: str, arguments: dict, sizes: dict) -> None:
@@ -135,138 +287,6 @@ def tensor(nested) -> Strided:
     return Strided(list(data), tuple(shape), _row_major_strides(shape))
 
 
-def _index_in_range(func: str, arguments: dict, sizes: dict) -> None:
-    t, index = arguments["t"], arguments["index"]
-    if not isinstance(index, (list, tuple)):
-        raise TypeError(f"{func}: index must be a tuple of ints, got {index!r}")
-    if len(index) != len(t.shape):
-        raise ShapeError(f"{func}: index {index} has {len(index)} numbers; the tensor has {len(t.shape)} dimensions")
-    for d, (i, n) in enumerate(zip(index, t.shape)):
-        if not 0 <= check_int(func, f"index[{d}]", i) < n:
-            raise ValueError(f"{func}: index {i} is out of range for dimension {d} of size {n}")
-
-
-@checked(t="strided tensor", also=_index_in_range)
-def storage_index(t: Strided, index: tuple[int, ...]) -> int:
-    """Where element ``index`` lives in ``t.data``: offset + sum of index * stride.
-
-    >>> storage_index(tensor([[1, 2, 3], [4, 5, 6]]), (1, 2))
-    5
-    """
-    return _position(t, index)
-
-
-@checked(t="strided tensor", also=_index_in_range)
-def element(t: Strided, index: tuple[int, ...]):
-    """The element at ``index``.
-
-    >>> element(tensor([[1, 2, 3], [4, 5, 6]]), (1, 0))
-    4
-    """
-    return t.data[_position(t, index)]
-
-
-@checked(t="strided tensor")
-def is_contiguous(t: Strided) -> bool:
-    """True when the strides are the row-major ones: reading data in order walks the tensor in order.
-
-    >>> is_contiguous(transpose_dims(tensor([[1, 2], [3, 4]]), 0, 1))
-    False
-    """
-    return _is_contiguous(t)
-
-
-def _is_contiguous(t: Strided) -> bool:
-    return all(s == r for n, s, r in zip(t.shape, t.strides, _row_major_strides(t.shape)) if n != 1)
-
-
-def _view_keeps_elements(func: str, arguments: dict, sizes: dict) -> None:
-    t, shape = arguments["t"], tuple(arguments["shape"])
-    if math.prod(shape) != math.prod(t.shape):
-        raise ShapeError(
-            f"{func}: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
-            "a view must keep the number of elements"
-        )
-    _check_row_major(func, t)
-
-
-def _check_row_major(func: str, t: Strided) -> None:
-    if not _is_contiguous(t):
-        raise ValueError(
-            f"{func}: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
-            "its elements are not in row-major order, so call contiguous() first (a copy)"
-        )
-
-
-@checked(t="strided tensor", shape="strided shape", also=_view_keeps_elements)
-def view(t: Strided, shape: tuple[int, ...]) -> Strided:
-    """The same data read with another shape (same number of elements); nothing is copied.
-
-    This simple version needs a contiguous tensor. After a transpose the
-    elements are no longer in row-major order; PyTorch's ``view`` can still
-    split or keep some dimensions of such a tensor, but merging dimensions
-    whose elements are not next to each other in memory (as merging heads
-    after a transpose does) fails there too. Call ``contiguous`` first.
-
-    >>> view(tensor([1, 2, 3, 4, 5, 6]), (2, 3)).strides
-    (3, 1)
-    """
-    return Strided(t.data, tuple(shape), _row_major_strides(shape), t.offset)
-
-
-def _dims_exist(func: str, arguments: dict, sizes: dict) -> None:
-    dims = len(arguments["t"].shape)
-    for d in (arguments["dim0"], arguments["dim1"]):
-        if not 0 <= d < dims:
-            raise ValueError(f"{func}: dimension {d} does not exist in a {dims}-dimensional tensor")
-
-
-@checked(t="strided tensor", dim0="int", dim1="int", also=_dims_exist)
-def transpose_dims(t: Strided, dim0: int, dim1: int) -> Strided:
-    """Swap two dimensions by swapping their sizes and strides; the data list is shared, not moved.
-
-    >>> transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)
-    Strided(data=[1, 2, 3, 4, 5, 6], shape=(3, 2), strides=(1, 3), offset=0)
-    """
-    shape, strides = list(t.shape), list(t.strides)
-    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
-    strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
-    return Strided(t.data, tuple(shape), tuple(strides), t.offset)
-
-
-@checked(t="strided tensor")
-def contiguous(t: Strided) -> Strided:
-    """A tensor with the same elements in row-major order: ``t`` itself if it is already, else a copy.
-
-    >>> contiguous(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1)).data
-    [1, 4, 2, 5, 3, 6]
-    """
-    if _is_contiguous(t):
-        return t
-    data = [t.data[_position(t, index)] for index in product(*(range(n) for n in t.shape))]
-    return Strided(data, t.shape, _row_major_strides(t.shape))
-
-
-def _position(t: Strided, index: tuple[int, ...]) -> int:
-    """offset + sum of index * stride, for an index known to be in range."""
-    return t.offset + sum(i * s for i, s in zip(index, t.strides))
-
-
-@checked(t="strided tensor")
-def tolist(t: Strided):
-    """The tensor as nested lists, in the order its shape and strides say.
-
-    >>> tolist(transpose_dims(tensor([[1, 2, 3], [4, 5, 6]]), 0, 1))
-    [[1, 4], [2, 5], [3, 6]]
-    """
-    def build(prefix):
-        if len(prefix) == len(t.shape):
-            return t.data[_position(t, prefix)]
-        return [build(prefix + [i]) for i in range(t.shape[len(prefix)])]
-
-    return build([])
-
-
 def _splits_into_heads(func: str, arguments: dict, sizes: dict) -> None:
     t, num_heads = arguments["t"], arguments["num_heads"]
     if len(t.shape) != 3:
@@ -283,8 +303,7 @@ def strided_split_heads(t: Strided, num_heads: int) -> Strided:
     No element moves: the result shares ``t.data`` and is not contiguous.
     """
     B, T, d_model = t.shape
-    shape = (B, T, num_heads, d_model // num_heads)
-    return transpose_dims(Strided(t.data, shape, _row_major_strides(shape), t.offset), 1, 2)  # view, then swap
+    return t.view((B, T, num_heads, d_model // num_heads)).transpose(1, 2)
 
 
 def _four_dims(func: str, arguments: dict, sizes: dict) -> None:
@@ -297,4 +316,4 @@ def _four_dims(func: str, arguments: dict, sizes: dict) -> None:
 def strided_merge_heads(t: Strided) -> Strided:
     """[B, num_heads, T, d_k] -transpose(1, 2)-> [B, T, num_heads, d_k] -contiguous-> -view-> [B, T, d_model]."""
     B, h, T, d_k = t.shape
-    return view(contiguous(transpose_dims(t, 1, 2)), (B, T, h * d_k))
+    return t.transpose(1, 2).contiguous().view((B, T, h * d_k))
