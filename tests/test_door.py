@@ -344,3 +344,10 @@ def test_every_public_function_of_the_core_and_the_teaching_modules_opens_a_door
                 else:
                     missing.append(f"{info.name}.{name}")
     assert missing == [] and open_doors > 100, (missing, open_doors)
+
+
+def test_the_head_loop_refuses_a_nan_by_name_not_as_an_overflow():
+    with pytest.raises(ValueError, match=r"^each_head: Q\[0\]\[0\]\[0\] is nan; entries must be finite numbers$"):
+        each_head([[[math.nan, 0.0]]], [[[1.0, 0.0]]], [[[2.0]]])
+    with pytest.raises(ValueError, match=r"^each_head: V\[0\]\[1\]\[0\] is inf; entries must be finite numbers$"):
+        each_head([[[1.0, 0.0]]], [[[1.0, 0.0], [0.0, 1.0]]], [[[2.0], [math.inf]]])

@@ -225,7 +225,8 @@ def _kv_heads_divide(func: str, arguments: dict, sizes: dict) -> None:
             raise ShapeError(f"{func}: per_head[{t}] must be a list with one entry per query head ({h})")
 
 
-@checked(Q="matrices num_heads T d_k", K="matrices num_kv_heads T_k d_k", V="matrices num_kv_heads T_k d_v",
+@checked(Q="finite matrices num_heads T d_k", K="finite matrices num_kv_heads T_k d_k",
+         V="finite matrices num_kv_heads T_k d_v",
          mask="optional mask T T_k", scale="optional positive number", also=_kv_heads_divide,
          why=dict(ONE_HEAD_CONTRACT["why"], num_kv_heads="keys and values need the same number of heads"))
 def each_head(Q: list[Matrix], K: list[Matrix], V: list[Matrix], *, mask: Optional[Mask] = None,

@@ -22,6 +22,7 @@ The kinds of argument (each may start with ``optional``, which lets None through
 matrix n m, finite matrix n m    a non-empty rectangular list of rows of numbers
 rows n m                         the same, entries not looked at
 vector n, finite vector n        a non-empty list of numbers
+matrices h n m (or finite ...)   a non-empty list of h matrices of one shape
 mask T T_k                       rows of True/False, each row allowing some key
 weights                          an MHAWeights; names d_model, num_heads,
                                  num_kv_heads, d_k, d_v
@@ -288,6 +289,7 @@ KINDS["rows"] = _Kind(check_rows, ("rows", "columns"))
 KINDS["vector"] = _Kind(check_vector, ("entries",))
 KINDS["finite vector"] = _Kind(functools.partial(check_vector, finite=True), ("entries",))
 KINDS["matrices"] = _Kind(check_same_shapes, ("heads", "rows", "columns"))
+KINDS["finite matrices"] = _Kind(functools.partial(check_same_shapes, finite=True), ("heads", "rows", "columns"))
 KINDS["int"] = _Kind(check_int, ())
 KINDS["positive int"] = _Kind(check_positive_int, ())
 KINDS["number"] = _Kind(check_number, ())
