@@ -351,3 +351,13 @@ def test_the_head_loop_refuses_a_nan_by_name_not_as_an_overflow():
         each_head([[[math.nan, 0.0]]], [[[1.0, 0.0]]], [[[2.0]]])
     with pytest.raises(ValueError, match=r"^each_head: V\[0\]\[1\]\[0\] is inf; entries must be finite numbers$"):
         each_head([[[1.0, 0.0]]], [[[1.0, 0.0], [0.0, 1.0]]], [[[2.0], [math.inf]]])
+
+
+def test_the_sums_of_the_backward_pass_refuse_nan_by_name():
+    from mha_lists.core.gradients import column_sums
+    with pytest.raises(ValueError, match=r"^column_sums: M\[1\]\[0\] is nan; entries must be finite numbers$"):
+        column_sums([[1.0], [math.nan]])
+    with pytest.raises(ValueError, match=r"^sum_matrices: Ms\[1\]\[0\]\[0\] is inf; entries must be finite numbers$"):
+        sum_matrices([[[1.0]], [[math.inf]]])
+    with pytest.raises(ValueError, match=r"^column_sums: the values are too large"):
+        column_sums([[1e308], [1e308]])

@@ -79,7 +79,7 @@ def softmax_jacobian(p: Vector) -> Matrix:
     return [[p_i * ((1.0 if i == j else 0.0) - p_j) for j, p_j in enumerate(p)] for i, p_i in enumerate(p)]
 
 
-@checked(M="matrix n m")
+@checked(M="finite matrix n m")
 def column_sums(M: Matrix) -> Vector:
     """Sum each column of M (n, m) with ``math.fsum``; the result is (m,). The gradient of a bias.
 
@@ -90,7 +90,7 @@ def column_sums(M: Matrix) -> Vector:
 
 
 def _all_one_shape(func: str, arguments: dict, sizes: dict) -> None:
-    check_same_shapes(func, "Ms", arguments["Ms"], empty="Ms must be a non-empty list of matrices",
+    check_same_shapes(func, "Ms", arguments["Ms"], finite=True, empty="Ms must be a non-empty list of matrices",
                       rule="every matrix must have the same shape")
 
 
