@@ -208,9 +208,12 @@ def _backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Opti
     c = default_scale(len(fwd.K[0][0]), scale)
     heads = each_head(fwd.Q, fwd.K, fwd.V, scale=c, step=_head_backward, per_head=(fwd.attention, d_heads))
     dQ = [head.dQ for head in heads]
-    # A key/value head read by several query heads gathers their gradients.
-    dK = [sum_matrices([head.dK for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
-    dV = [sum_matrices([head.dV for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
+    # A key/value head read by several query heads gathers their gradients (read by one: that head's).
+    if group == 1:
+        dK, dV = [head.dK for head in heads], [head.dV for head in heads]
+    else:
+        dK = [sum_matrices([head.dK for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
+        dV = [sum_matrices([head.dV for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
 
     # Projections: Q_h = X W_Q[h] + b_Q[h], K_g = C W_K[g] + b_K[g], V_g = C W_V[g] + b_V[g].
     X_T = transpose(x)
