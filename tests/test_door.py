@@ -361,3 +361,15 @@ def test_the_sums_of_the_backward_pass_refuse_nan_by_name():
         sum_matrices([[[1.0]], [[math.inf]]])
     with pytest.raises(ValueError, match=r"^column_sums: the values are too large"):
         column_sums([[1e308], [1e308]])
+
+
+def test_a_score_that_overflows_to_minus_inf_is_not_taken_for_a_masked_key():
+    from mha_lists import attention, multi_head_attention
+    Q, K, V = [[1e150, 0.0]], [[-1e150, 0.0], [1.0, 0.0]], [[1.0], [2.0]]  # q . k = -1e300: finite
+    assert attention(Q, K, V, scale=1e-300) == [[1.731058578630005]]
+    with pytest.raises(ValueError, match=r"^attention: the values are too large"):
+        attention(Q, K, V, scale=1e10)  # -1e310 is -inf: it would have looked masked
+    w = MHAWeights([[[1e75, 0.0], [0.0, 1.0]]], [[[-1e75, 0.0], [0.0, 1.0]]], [[[1.0, 0.0], [0.0, 1.0]]],
+                   [[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"^multi_head_attention: the values are too large"):
+        multi_head_attention([[1e75, 0.0], [1e75, 1.0]], w, scale=1e10)

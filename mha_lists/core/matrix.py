@@ -14,7 +14,7 @@ from math import fsum
 from operator import mul
 from typing import Union
 
-from .checks import ShapeError, check_matrix, check_positive_int, checked, describe
+from .checks import ShapeError, all_finite, check_matrix, check_positive_int, checked, describe
 
 Number = Union[int, float]
 Vector = list[float]
@@ -101,17 +101,21 @@ def add_row(M: Matrix, b: Vector) -> Matrix:
     return [[x + y for x, y in zip(row, b)] for row in M]
 
 
-@checked(M="finite matrix n m", c="number", finite_result=True, inside=True)
+@checked(M="finite matrix n m", c="number", finite_result=True)
 def scale(M: Matrix, c: Number) -> Matrix:
     """Multiply every entry of M by the finite number c.
 
-    Checked for overflow even inside attention: a score that overflowed to -inf
-    would otherwise look like a masked key and get weight 0.
+    With |c| > 1 a product can leave float64's range, so then the result is looked
+    at here, even inside attention: a score that overflowed to -inf would otherwise
+    look like a masked key and get weight 0.
 
     >>> scale([[1, 2], [3, 4]], 0.5)
     [[0.5, 1.0], [1.5, 2.0]]
     """
-    return [[x * c for x in row] for row in M]
+    result = [[x * c for x in row] for row in M]
+    if abs(c) > 1 and not all_finite(result):
+        raise OverflowError("scale: a product left float64's range")  # the door names the function called
+    return result
 
 
 # === Heads: column blocks and row blocks ===
