@@ -7,7 +7,8 @@ here is asserted by the test suite):
    what one forward pass walks through (calls, functions, files, counted with
    ``sys.setprofile``); the checked forward pass against the same arithmetic
    with no checks and no calls into the package; forward + backward against
-   the forward pass and against a scalar autograd engine.
+   the forward pass, against the same arithmetic unchecked (the floor of an
+   fsum per entry) and against a scalar autograd engine.
 1. ``matmul`` against the textbook triple index loop at 16x768 @ 768x768, and
    that both give bit-identical results. The textbook loop is timed twice: as
    usually written, with ``sum`` (whose last digits changed in CPython 3.12),
@@ -87,6 +88,57 @@ def unchecked_forward(x: Matrix, weights: MHAWeights, mask: list[list[bool]]) ->
         heads.append(product(weights_, V))
     concat = [[v for head in heads for v in head[i]] for i in range(len(x))]
     return product(concat, weights.W_O)
+
+
+def unchecked_forward_backward(x: Matrix, weights: MHAWeights, G: Matrix) -> tuple[Matrix, list[Matrix], Matrix]:
+    """Forward and backward of multi-head attention, the same arithmetic as
+    ``multi_head_attention_backward`` with no checks and no call into the package: the floor
+    of this formulation (an ``fsum`` per entry). Returns dx, the dW of every head (W_Q, then
+    W_K, then W_V) and dW_O. (No biases, one key/value head per query head, the default scale.)"""
+    def product(A, B):  # A B
+        columns = list(zip(*B))
+        return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
+
+    def product_t(A, B):  # A B^T: rows times rows
+        return [[math.fsum(map(mul, row, other)) for other in B] for row in A]
+
+    def transposed(M):
+        return [list(col) for col in zip(*M)]
+    Q = [product(x, W) for W in weights.W_Q]
+    K = [product(x, W) for W in weights.W_K]
+    V = [product(x, W) for W in weights.W_V]
+    c = 1 / math.sqrt(len(K[0][0]))
+    A, heads = [], []
+    for Q_h, K_h, V_h in zip(Q, K, V):
+        A_h = []
+        for row in product_t(Q_h, K_h):
+            scores = [s * c for s in row]
+            top = max(scores)
+            exps = [math.exp(s - top) for s in scores]
+            total = math.fsum(exps)
+            A_h.append([e / total for e in exps])
+        A.append(A_h)
+        heads.append(product(A_h, V_h))
+    concat = [[v for head in heads for v in head[i]] for i in range(len(x))]
+    product(concat, weights.W_O)  # the output, as the forward pass computes it
+    dW_O = product(transposed(concat), G)
+    d_concat = product_t(G, weights.W_O)
+    d_v = len(V[0][0])
+    dQ, dK, dV = [], [], []
+    for h, (Q_h, K_h, V_h, A_h) in enumerate(zip(Q, K, V, A)):
+        d_head = [row[h * d_v:(h + 1) * d_v] for row in d_concat]
+        dS = []
+        for p, dp in zip(A_h, product_t(d_head, V_h)):
+            dot = math.fsum(map(mul, p, dp))
+            dS.append([p_j * (dp_j - dot) for p_j, dp_j in zip(p, dp)])
+        dQ.append([[v * c for v in row] for row in product(dS, K_h)])
+        dK.append([[v * c for v in row] for row in product(transposed(dS), Q_h)])
+        dV.append(product(transposed(A_h), d_head))
+    x_T = transposed(x)
+    dW = [product(x_T, d) for d in dQ + dK + dV]
+    d_all = [[v for d in dQ + dK + dV for v in d[i]] for i in range(len(x))]
+    W_all = [[v for W in weights.W_Q + weights.W_K + weights.W_V for v in W[r]] for r in range(len(x[0]))]
+    return product_t(d_all, W_all), dW, dW_O
 
 
 def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:
@@ -280,14 +332,17 @@ def main(argv: list[str] | None = None) -> int:
           f"(same bits: {out == plain})")
     print(f"  the checks and the named steps cost {t_checked / t_plain:.2f}x")
     G = random_matrix(len(ex.x), len(ex.x[0]), "bench/example_grad_output")
-    (t_forward, _), (t_both, grads) = best_times(
-        [lambda: multi_head_attention(ex.x, ex.weights), lambda: multi_head_attention_backward(ex.x, ex.weights, G)],
-        100 * args.repeat)
+    (t_forward, _), (t_both, grads), (t_floor, (fx, fW, fW_O)) = best_times(
+        [lambda: multi_head_attention(ex.x, ex.weights), lambda: multi_head_attention_backward(ex.x, ex.weights, G),
+         lambda: unchecked_forward_backward(ex.x, ex.weights, G)], 100 * args.repeat)
     t_scalar, (dx, dW_Q) = best_time(lambda: scalar_attention_gradients(ex.x, ex.weights, G), 3 * args.repeat)
+    same = fx == grads.x and fW == grads.W_Q + grads.W_K + grads.W_V and fW_O == grads.W_O
     print(f"  forward + backward: {t_both * 1e3:.3f} ms = {t_both / t_forward:.2f}x the forward pass (no mask)")
+    print(f"  the same arithmetic, no checks and no calls: {t_floor * 1e3:.3f} ms (same bits: {same}); "
+          f"the checks and the named steps cost {t_both / t_floor:.2f}x")
     print(f"  scalar autograd engine, forward + backward: {t_scalar * 1e3:.3f} ms = "
-          f"{t_scalar / t_both:.1f}x the matrix-level gradients "
-          f"(largest difference {max(max_difference(dx, grads.x), max_difference(dW_Q, grads.W_Q)):.1e})")
+          f"{t_scalar / t_both:.1f}x the matrix-level gradients, {t_scalar / t_floor:.1f}x the same arithmetic "
+          f"unchecked (largest difference {max(max_difference(dx, grads.x), max_difference(dW_Q, grads.W_Q)):.1e})")
 
     A, B = random_matrix(16, 768, "bench/A"), random_matrix(768, 768, "bench/B")
     t_fast, fast = best_time(lambda: matmul(A, B), args.repeat)
