@@ -121,7 +121,7 @@ def test_an_overflow_in_the_result_is_named():
 # === The kinds the material registers, usable in any contract ===
 
 
-@checked(t="strided tensor", shape="optional strided shape", std="init std", rng="init rng")
+@checked(t="strided tensor", shape="optional strided shape", std="init std", rng="rng")
 def demo(t, shape=None, std=1.0, rng=None):
     return "ran"
 

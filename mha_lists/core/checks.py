@@ -30,6 +30,7 @@ int, positive int                an int (not a bool); >= 1
 number, positive number          a finite int or float; > 0
 bool                             True or False
 str                              a str
+rng                              a random.Random of its own (not the global one)
 ===============================  ================================================
 
 A size is a name (``T``, ``d_k``). The helpers below
@@ -42,6 +43,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import random
 from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any, NamedTuple, Optional, Union
@@ -192,6 +194,15 @@ def check_str(func: str, name: str, value: object) -> str:
     return value
 
 
+def check_rng(func: str, name: str, value: object) -> random.Random:
+    """Check a generator of its own: a ``random.Random``, never the module ``random`` (the global one)."""
+    if not isinstance(value, random.Random):
+        raise TypeError(
+            f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type(value).__name__}"
+        )
+    return value
+
+
 def check_bool(func: str, name: str, value: object) -> bool:
     """Check a switch: True or False, not 1 or "yes"; return it."""
     if not isinstance(value, bool):
@@ -296,6 +307,7 @@ KINDS["number"] = _Kind(check_number, ())
 KINDS["positive number"] = _Kind(functools.partial(check_number, positive=True), ())
 KINDS["bool"] = _Kind(check_bool, ())
 KINDS["str"] = _Kind(check_str, ())
+KINDS["rng"] = _Kind(check_rng, ())
 
 
 class _Rule(NamedTuple):

@@ -83,21 +83,17 @@ def _normalise(row: Vector, eps: float) -> Vector:
 
 def _dropout_rules(func: str, arguments: dict, sizes: dict) -> None:
     """p is a probability below 1, rng a generator, and no survivor, scaled by 1 / (1 - p), leaves float64."""
-    M, p, rng = arguments["M"], arguments["p"], arguments["rng"]
+    M, p = arguments["M"], arguments["p"]
     if not 0 <= p < 1:
         raise ValueError(
             f"{func}: p must be a probability with 0 <= p < 1, got {p!r}; "
             "p = 1 would zero every entry and 1 / (1 - p) is undefined"
         )
-    if not isinstance(rng, random.Random):
-        raise TypeError(
-            f"{func}: rng must be a random.Random (e.g. derive_rng(seed, 'dropout')), got {type(rng).__name__}"
-        )
     if not all_finite([[max(abs(v) for row in M for v in row) * (1 / (1 - p))]]):  # as the body scales
         raise too_large(func)  # an entry near float64's largest, divided by 1 - p
 
 
-@checked(M="finite matrix n m", p="number", also=_dropout_rules)
+@checked(M="finite matrix n m", p="number", rng="rng", also=_dropout_rules)
 def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
     """Inverted dropout of M (n, m): each entry is zeroed with probability p, the rest scaled by 1/(1-p).
 

@@ -383,14 +383,12 @@ def init_model(settings: Settings) -> InductionModel:
 # === The task ===
 
 
-def _rng_and_run_lengths(func: str, arguments: dict, sizes: dict) -> None:
-    if not isinstance(arguments["rng"], random.Random):
-        raise TypeError(f"{func}: rng must be a random.Random, got {type(arguments['rng']).__name__}")
+def _run_lengths(func: str, arguments: dict, sizes: dict) -> None:
     _check_limit(func, "vocab_size", arguments["vocab_size"])
     _check_run_lengths(func, arguments["min_len"], arguments["max_len"], arguments["vocab_size"])
 
 
-@checked(vocab_size="positive int", min_len="int", max_len="int", also=_rng_and_run_lengths)
+@checked(rng="rng", vocab_size="positive int", min_len="int", max_len="int", also=_run_lengths)
 def make_sequence(rng: random.Random, vocab_size: int, min_len: int, max_len: int) -> list[int]:
     """A run of L distinct tokens (L drawn from min_len..max_len), then the same run again: 2L ids.
 

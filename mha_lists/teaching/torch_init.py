@@ -105,11 +105,9 @@ def _uniform(rows: int, cols: int, bound: float, rng: random.Random) -> Matrix:
 def _linear_rules(func: str, arguments: dict, sizes: dict) -> None:
     fan_in, fan_out = arguments["fan_in"], arguments["fan_out"]
     check_weight_count(func, (fan_in + 1) * fan_out, f"fan_in {fan_in} and fan_out {fan_out}")
-    if not isinstance(arguments["rng"], random.Random):
-        raise TypeError(f"{func}: rng must be a random.Random, got {type(arguments['rng']).__name__}")
 
 
-@checked(fan_in="positive int", fan_out="positive int", also=_linear_rules)
+@checked(fan_in="positive int", fan_out="positive int", rng="rng", also=_linear_rules)
 def torch_linear_weights(fan_in: int, fan_out: int, *, rng: random.Random) -> tuple[Matrix, Vector]:
     """W (fan_in, fan_out) and b (fan_out,) drawn as ``nn.Linear(fan_in, fan_out)`` draws them.
 

@@ -293,11 +293,9 @@ def model_from_example(ex: Example) -> Model:
 def _sequences_rules(func: str, arguments: dict, sizes: dict) -> None:
     check_size(func, "count", arguments["count"], MAX_SEQUENCES)
     check_size(func, "seq_len", arguments["seq_len"], MAX_SEQ_LEN)
-    if not isinstance(arguments["rng"], random.Random):
-        raise TypeError(f"{func}: rng must be a random.Random, got {type(arguments['rng']).__name__}")
 
 
-@checked(count="positive int", seq_len="positive int", vocab_size="positive int", also=_sequences_rules)
+@checked(count="positive int", seq_len="positive int", vocab_size="positive int", rng="rng", also=_sequences_rules)
 def make_sequences(count: int, seq_len: int, vocab_size: int, rng: random.Random) -> list[list[int]]:
     """``count`` sequences of ``seq_len`` token ids drawn uniformly from 0..vocab_size-1.
 

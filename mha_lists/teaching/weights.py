@@ -70,16 +70,6 @@ def _check_std_kind(func: str, name: str, std: object, expected: tuple = ()) -> 
     return check_std(func, name, std)
 
 
-@kind("init rng")
-def _check_rng(func: str, name: str, rng: object, expected: tuple = ()) -> random.Random:
-    """A generator of its own: a ``random.Random``, never the module ``random`` (the global one)."""
-    if not isinstance(rng, random.Random):
-        raise TypeError(
-            f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type(rng).__name__}"
-        )
-    return rng
-
-
 @checked(seed="int", name="str")
 def derive_rng(seed: int, name: str) -> random.Random:
     """A generator of its own for one named thing, e.g. ``derive_rng(42, "W_Q/head0")``.
@@ -103,7 +93,7 @@ def _matrix_rules(func: str, arguments: dict, sizes: dict) -> None:
         raise ValueError(f"{func}: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
 
 
-@checked(rows="positive int", cols="positive int", rng="init rng", fan_in="optional positive int",
+@checked(rows="positive int", cols="positive int", rng="rng", fan_in="optional positive int",
          fan_out="optional positive int", std="init std", also=_matrix_rules)
 def init_matrix(
     rows: int,
