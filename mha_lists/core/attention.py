@@ -104,8 +104,8 @@ def check_weights(func: str, name: str, weights: object, expected: tuple = ()) -
 
     The same weights are checked once. When they come back with every list still
     equal to a copy taken when they passed, nothing in them has changed and their
-    sizes are known: comparing runs in C, in a tenth of the time of checking again.
-    A learner who changes a number changes a list, and the next call checks it all.
+    sizes are known: the comparison runs in C, much faster than checking every entry
+    again. A learner who changes a number changes a list, and the next call checks it all.
     """
     if not isinstance(weights, MHAWeights):
         raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")

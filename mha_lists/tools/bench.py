@@ -66,79 +66,82 @@ def copied_columns_matmul(A: Matrix, B: Matrix) -> Matrix:
     return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
 
 
+def _product(A: Matrix, B: Matrix) -> Matrix:
+    """A B, as matmul computes it, without its door."""
+    columns = list(zip(*B))
+    return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
+
+
+def _product_t(A: Matrix, B: Matrix) -> Matrix:
+    """A B^T: the rows of A times the rows of B, the same sums as matmul(A, transpose(B))."""
+    return [[math.fsum(map(mul, row, other)) for other in B] for row in A]
+
+
+def _transposed(M: Matrix) -> Matrix:
+    return [list(col) for col in zip(*M)]
+
+
 def unchecked_forward(x: Matrix, weights: MHAWeights, mask: list[list[bool]]) -> Matrix:
     """Multi-head attention, the same arithmetic in the same order as the library, with no
-    checks and no call into the package: what the checks and the named steps cost is the
+    checks and no call into the library's core: what the checks and the named steps cost is the
     difference. (No biases, one key/value head per query head, the default scale.)"""
-    def product(A, B):
-        columns = list(zip(*B))
-        return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
     heads = []
     for W_Q, W_K, W_V in zip(weights.W_Q, weights.W_K, weights.W_V):
-        Q, K, V = product(x, W_Q), product(x, W_K), product(x, W_V)
+        Q, K, V = _product(x, W_Q), _product(x, W_K), _product(x, W_V)
         c = 1 / math.sqrt(len(K[0]))
         scores = [[s * c if keep else -math.inf for s, keep in zip(row, keep_row)]
-                  for row, keep_row in zip(product(Q, [list(col) for col in zip(*K)]), mask)]
+                  for row, keep_row in zip(_product(Q, _transposed(K)), mask)]
         weights_ = []
         for row in scores:
             top = max(row)
             exps = [math.exp(s - top) for s in row]
             total = math.fsum(exps)
             weights_.append([e / total for e in exps])
-        heads.append(product(weights_, V))
+        heads.append(_product(weights_, V))
     concat = [[v for head in heads for v in head[i]] for i in range(len(x))]
-    return product(concat, weights.W_O)
+    return _product(concat, weights.W_O)
 
 
 def unchecked_forward_backward(x: Matrix, weights: MHAWeights, G: Matrix) -> tuple[Matrix, list[Matrix], Matrix]:
     """Forward and backward of multi-head attention, the same arithmetic as
-    ``multi_head_attention_backward`` with no checks and no call into the package: the floor
+    ``multi_head_attention_backward`` with no checks and no call into the library's core: the floor
     of this formulation (an ``fsum`` per entry). Returns dx, the dW of every head (W_Q, then
     W_K, then W_V) and dW_O. (No biases, one key/value head per query head, the default scale.)"""
-    def product(A, B):  # A B
-        columns = list(zip(*B))
-        return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
-
-    def product_t(A, B):  # A B^T: rows times rows
-        return [[math.fsum(map(mul, row, other)) for other in B] for row in A]
-
-    def transposed(M):
-        return [list(col) for col in zip(*M)]
-    Q = [product(x, W) for W in weights.W_Q]
-    K = [product(x, W) for W in weights.W_K]
-    V = [product(x, W) for W in weights.W_V]
+    Q = [_product(x, W) for W in weights.W_Q]
+    K = [_product(x, W) for W in weights.W_K]
+    V = [_product(x, W) for W in weights.W_V]
     c = 1 / math.sqrt(len(K[0][0]))
     A, heads = [], []
     for Q_h, K_h, V_h in zip(Q, K, V):
         A_h = []
-        for row in product_t(Q_h, K_h):
+        for row in _product_t(Q_h, K_h):
             scores = [s * c for s in row]
             top = max(scores)
             exps = [math.exp(s - top) for s in scores]
             total = math.fsum(exps)
             A_h.append([e / total for e in exps])
         A.append(A_h)
-        heads.append(product(A_h, V_h))
+        heads.append(_product(A_h, V_h))
     concat = [[v for head in heads for v in head[i]] for i in range(len(x))]
-    product(concat, weights.W_O)  # the output, as the forward pass computes it
-    dW_O = product(transposed(concat), G)
-    d_concat = product_t(G, weights.W_O)
+    _product(concat, weights.W_O)  # the output, as the forward pass computes it
+    dW_O = _product(_transposed(concat), G)
+    d_concat = _product_t(G, weights.W_O)
     d_v = len(V[0][0])
     dQ, dK, dV = [], [], []
     for h, (Q_h, K_h, V_h, A_h) in enumerate(zip(Q, K, V, A)):
         d_head = [row[h * d_v:(h + 1) * d_v] for row in d_concat]
         dS = []
-        for p, dp in zip(A_h, product_t(d_head, V_h)):
+        for p, dp in zip(A_h, _product_t(d_head, V_h)):
             dot = math.fsum(map(mul, p, dp))
             dS.append([p_j * (dp_j - dot) for p_j, dp_j in zip(p, dp)])
-        dQ.append([[v * c for v in row] for row in product(dS, K_h)])
-        dK.append([[v * c for v in row] for row in product(transposed(dS), Q_h)])
-        dV.append(product(transposed(A_h), d_head))
-    x_T = transposed(x)
-    dW = [product(x_T, d) for d in dQ + dK + dV]
+        dQ.append([[v * c for v in row] for row in _product(dS, K_h)])
+        dK.append([[v * c for v in row] for row in _product(_transposed(dS), Q_h)])
+        dV.append(_product(_transposed(A_h), d_head))
+    x_T = _transposed(x)
+    dW = [_product(x_T, d) for d in dQ + dK + dV]
     d_all = [[v for d in dQ + dK + dV for v in d[i]] for i in range(len(x))]
     W_all = [[v for W in weights.W_Q + weights.W_K + weights.W_V for v in W[r]] for r in range(len(x[0]))]
-    return product_t(d_all, W_all), dW, dW_O
+    return _product_t(d_all, W_all), dW, dW_O
 
 
 def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:

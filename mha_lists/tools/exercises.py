@@ -393,7 +393,7 @@ def write_student_copies(source: pathlib.Path, out: pathlib.Path) -> list[pathli
         try:
             copies.append((out / path.name, student_copy(read_notebook(path))))
         except ValueError as e:  # NotebookError, or a solution region without its end
-            raise NotebookError(f"{func}: {path.name}: {e}") from None
+            raise NotebookError(f"{func}: {path.name}: {e}") from e
     out.mkdir(parents=True, exist_ok=True)
     for target, nb in copies:
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
