@@ -171,6 +171,18 @@ def test_the_trace_and_the_one_head_function_agree():
     assert [len(trace.d_concat[0]), len(trace.dV[0][0])] == [12, 4]
 
 
+@pytest.mark.parametrize("kwargs", [dict(), dict(bias=True, mask="causal"), dict(num_kv_heads=1, cross=3),
+                                    dict(num_heads=3, d_k=2, d_v=4, bias=True, cross=5, mask="random"),
+                                    dict(num_heads=6, num_kv_heads=2, d_k=1, d_v=1, mask="padding")])
+def test_the_gradients_alone_are_the_traces_bit_for_bit(kwargs):
+    # multi_head_attention_backward stops its forward pass at concat (the gradients do not need the
+    # output); attention_backward_trace runs the whole of it. The gradients must not differ in a bit.
+    x, w, context, G, mask = _config(11, **kwargs)
+    trace = attention_backward_trace(x, w, G, context=context, mask=mask)
+    assert multi_head_attention_backward(x, w, G, context=context, mask=mask) == trace.gradients
+    assert trace.forward.output == multi_head_attention(x, w, context=context, mask=mask)
+
+
 def test_arguments_are_not_changed():
     x, w, context, G, mask = _config(10, bias=True, num_kv_heads=1, cross=3)
     before = copy.deepcopy((x, w, context, G))

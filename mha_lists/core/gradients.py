@@ -42,7 +42,7 @@ from operator import mul
 from typing import NamedTuple, Optional
 
 from .attention import (LAYER_CONTRACT, ONE_HEAD_CONTRACT, AttentionTrace, MHAWeights, attention_steps,
-                        attention_trace, default_scale, each_head)
+                        attention_trace, default_scale, each_head, project_heads)
 from .checks import check_same_shapes, checked
 from .matrix import Matrix, Vector, concat_heads, matmul, split_heads, transpose
 from .matrix import scale as scale_matrix  # the name ``scale`` is the attention scale here
@@ -194,19 +194,21 @@ class BackwardTrace(NamedTuple):
     gradients: MHAGradients  # of every input and weight
 
 
-def _backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optional[Matrix], G: Matrix,
-              scale: Optional[float]) -> BackwardTrace:
-    h_count, g_count = len(fwd.Q), len(fwd.K)
+def _backward(weights: MHAWeights, Q: list[Matrix], K: list[Matrix], V: list[Matrix], A: list[Matrix],
+              concat: Matrix, x: Matrix, context: Optional[Matrix], G: Matrix, scale: Optional[float]) -> BackwardTrace:
+    """The backward pass, from the forward pass's Q, K, V, attention weights A and concat (its output
+    is not needed). The trace's ``forward`` is left None for the caller that has one."""
+    h_count, g_count = len(Q), len(K)
     group = h_count // g_count  # query heads per key/value head
 
     # Output projection: output = concat W_O + b_O.
-    dW_O = matmul(transpose(fwd.concat), G)
+    dW_O = matmul(transpose(concat), G)
     d_concat = matmul(G, transpose(weights.W_O))
     d_heads = split_heads(d_concat, h_count)
 
     # Each head: head_h = softmax(Q_h K_g^T * c) V_g, through the forward pass's head loop.
-    c = default_scale(len(fwd.K[0][0]), scale)
-    heads = each_head(fwd.Q, fwd.K, fwd.V, scale=c, step=_head_backward, per_head=(fwd.attention, d_heads))
+    c = default_scale(len(K[0][0]), scale)
+    heads = each_head(Q, K, V, scale=c, step=_head_backward, per_head=(A, d_heads))
     dQ = [head.dQ for head in heads]
     # A key/value head read by several query heads gathers their gradients (read by one: that head's).
     if group == 1:
@@ -242,7 +244,7 @@ def _backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Opti
     if weights.b_O is not None:
         biases["b_O"] = column_sums(G)
     grads = MHAGradients(dx, dcontext, dW_Q, dW_K, dW_V, dW_O, **biases)
-    return BackwardTrace(fwd, [list(row) for row in G], d_concat, d_heads, [head.dA for head in heads],
+    return BackwardTrace(None, [list(row) for row in G], d_concat, d_heads, [head.dA for head in heads],
                          [head.dS for head in heads], dQ, dK, dV, grads)
 
 
@@ -270,7 +272,8 @@ def attention_backward_trace(
     ``multi_head_attention_backward`` returns.
     """
     fwd = attention_trace(x, weights, context=context, mask=mask, scale=scale)
-    return _backward(weights, fwd, x, context, grad_output, scale)
+    back = _backward(weights, fwd.Q, fwd.K, fwd.V, fwd.attention, fwd.concat, x, context, grad_output, scale)
+    return back._replace(forward=fwd)
 
 
 @checked(**_BACKWARD, finite_result=lambda gradients: gradients.x)
@@ -298,4 +301,9 @@ def multi_head_attention_backward(
     >>> g.W_O, g.b_O, g.x
     ([[0.0]], [2.0], [[0.0], [0.0]])
     """
-    return attention_backward_trace(x, weights, grad_output, context=context, mask=mask, scale=scale).gradients
+    # The forward pass up to the joined heads: the gradients do not need its output, concat W_O + b_O.
+    Q, K, V = project_heads(x, weights, context)
+    heads = each_head(Q, K, V, mask=mask, scale=scale)
+    concat = concat_heads([head.output for head in heads])
+    return _backward(weights, Q, K, V, [head.weights for head in heads], concat, x, context, grad_output,
+                     scale).gradients
