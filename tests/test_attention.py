@@ -362,7 +362,8 @@ def test_nothing_is_mutated():
 # === One head: attention(Q, K, V), the formula ===
 
 from mha_lists import attention  # noqa: E402
-from mha_lists.teaching.cost import MultiplyAddCounter, multiply_adds  # noqa: E402
+from mha_lists.core.attention import multiply_adds  # noqa: E402
+from mha_lists.teaching.cost import MultiplyAddCounter  # noqa: E402
 
 
 def test_one_head_attention_by_hand():

@@ -2,14 +2,13 @@
 
 A (n, m) @ (m, p) product is n * p dot products of length m: n * m * p
 multiply-adds. Attention's cost follows from the shapes alone (a mask changes
-which scores are used, not how many are computed), so ``multiply_adds`` needs
-no matrices at all. ``MultiplyAddCounter`` counts products as they run, to
+which scores are used, not how many are computed), so ``multiply_adds`` (in
+core/attention.py, beside the trace that reports it) needs no matrices at all. ``MultiplyAddCounter`` counts products as they run, to
 check the formula against real calls.
 """
 
 from __future__ import annotations
 
-from ..core.attention import multiply_adds  # noqa: F401  (the formula MultiplyAddCounter is checked against)
 from ..core.checks import checked
 from ..core.matrix import Matrix, matmul
 

@@ -19,7 +19,7 @@ import math
 import random
 from typing import Optional
 
-from ..core.attention import MHAWeights, check_weights  # noqa: F401  (check_weights: where it used to be)
+from ..core.attention import MHAWeights
 from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_int, check_number, check_positive_int,
                            checked, kind)
 from ..core.matrix import Matrix
