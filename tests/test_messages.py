@@ -268,13 +268,13 @@ def test_a_bad_entry_in_any_weight_is_named(field, value, error, rule):
 ])
 def test_weight_shapes_are_checked_against_each_other(changes, message):
     with pytest.raises(ShapeError) as info:
-        weights.check_weights("demo", "weights", W._replace(**changes))
+        multi_head.check_weights("demo", "weights", W._replace(**changes))
     assert str(info.value) == f"demo: {message}"
 
 
 def test_weights_must_be_an_mhaweights():
     with pytest.raises(TypeError, match=r"^demo: weights must be an MHAWeights, got list$"):
-        weights.check_weights("demo", "weights", list(W))
+        multi_head.check_weights("demo", "weights", list(W))
 
 
 
