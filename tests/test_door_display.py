@@ -231,8 +231,13 @@ def test_the_grader_sees_a_check_close_patched_behind_its_door():
     nb["cells"].insert(first, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                                "source": patch})
     result = exercises.score(nb, teacher, timeout=60)
-    assert result.earned == 0
-    assert set(result.failed.values()) == {"check_close in mha_lists.tools.exercises was replaced"}
+    assert result.earned == 0  # the screen stops it before it runs: .__code__ is not for a submission
+    assert all(why.endswith("uses .__code__; a submission may not use attributes that start with two underscores")
+               for why in result.failed.values())
+    # Run without the screen, the runner sees the code behind check_close's door replaced.
+    check = "from mha_lists.tools.exercises import check_close\ncheck_close('x', 1.0, 2.0)"
+    assert exercises._run([(patch, None), (check, "x")], 60) == (
+        {"x": "check_close in mha_lists.tools.exercises was replaced"}, None)
 
 
 def test_nothing_is_changed_by_a_door():

@@ -18,7 +18,7 @@ import pytest
 from mha_lists import attention_trace, running_example, softmax
 from mha_lists.tools.exercises import (CODE_STUB, CheckFailed, NotebookError, check_close, read_notebook, score,
                                        student_copy, tampering, write_student_copies)
-from mha_lists.tools.exercises import _clear_hidden
+from mha_lists.tools.exercises import _clear_hidden, _run, _screen
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXERCISES = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
@@ -390,8 +390,70 @@ def test_an_extra_cell_cannot_replace_the_checks():
     assert result.earned == 0 and set(result.failed.values()) == {"check_close was redefined in the notebook"}
     patch = "import mha_lists.tools.exercises as grader\ngrader.check_close = check_close = lambda *args, **kwargs: None"
     result = score(tampered(insert_before("04_my_softmax_check", code_cell(patch)), WRONG), TEACHER_04)
+    assert result.earned == 0 and all(why.startswith("did not run: cell ") and "changes grader.check_close"
+                                      in why for why in result.failed.values())
+    # Through another name the screen cannot see it, and the runner notices the module changed.
+    patch = ("import mha_lists.tools.exercises as grader\n"
+             "g = grader\ng.check_close = check_close = lambda *args, **kwargs: None")
+    result = score(tampered(insert_before("04_my_softmax_check", code_cell(patch)), WRONG), TEACHER_04)
     assert result.earned == 0
     assert set(result.failed.values()) == {"check_close in mha_lists.tools.exercises was replaced"}
+
+
+@pytest.mark.parametrize("cell, reason", [
+    ("import atexit", "imports atexit; a submission may import only collections, fractions, functools, itertools, "
+                      "math, mha_lists, operator, random, statistics"),
+    ("import os.path", "imports os.path"),
+    ("from sys import modules", "imports sys"),
+    ("from . import grader", "imports ."),
+    ("import __main__", "imports __main__"),
+    ("x = __builtins__", "uses __builtins__; a submission may not use names that start with two underscores, nor "
+                         "breakpoint, compile, delattr, eval, exec, exit, getattr, globals, input, locals, open, quit, "
+                         "setattr, vars"),
+    ("f = eval", "uses eval"),
+    ("print(getattr(softmax, 'x', 1))", "uses getattr"),
+    ("g = softmax.__globals__", "uses .__globals__; a submission may not use attributes that start with two "
+                                "underscores"),
+    ("import math\nmath.isclose = lambda *a, **k: True", "changes math.isclose, part of math (imported); a submission "
+                                                          "may not change what it imports"),
+    ("import mha_lists as m\ndel m.softmax", "changes m.softmax, part of m (imported)"),
+    ("from mha_lists import MHAWeights\nMHAWeights.x = 1", "changes MHAWeights.x, part of MHAWeights (imported)"),
+])
+def test_a_learners_cell_that_reaches_into_the_grader_runs_nothing(cell, reason):
+    result = score(tampered(insert_before("04_my_softmax_check", code_cell("y = 1\n" + cell))), TEACHER_04)
+    assert result.earned == 0 and len(result.failed) == len(POINTS_04)
+    n = [c.get("source") for c in tampered(insert_before("04_my_softmax_check", code_cell("")))["cells"]].index("") + 1
+    for why in result.failed.values():
+        assert why.startswith(f"did not run: cell {n} (counting every cell from 1) {reason}")
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_the_handed_out_cells_and_the_solutions_pass_the_screen(path):
+    nb = load(path)
+    assert _screen(nb, {nbgrader(c)["grade_id"] for c in nb["cells"] if (nbgrader(c) or {}).get("grade")}) is None
+    honest = ("import math, random\nfrom functools import reduce\nfrom mha_lists import softmax\n"
+              "class Box:\n    def __init__(self, v):\n        self.v = v\n        super().__init__()\n"
+              "b = Box([1.0])\nb.v[0] = 2.0\nrows = {}\nrows['a'] = [r for r in range(3)]\n"
+              "print(f'{math.pi:.3f}', __name__, softmax.__name__)\nrandom.seed(3)\n%timeit 1")
+    assert _screen({**nb, "cells": nb["cells"] + [code_cell(line) for line in honest.split("\n")]}, set()) is None
+
+
+# What the screen lets through or not, the runner holds: each of these, run without the screen,
+# with a wrong answer, still earns nothing.
+@pytest.mark.parametrize("cell", [
+    "import atexit, sys\natexit.register(lambda: sys.stdout.write('{\"nonce\": \"x\", \"error\": null}\\n'))",
+    "import __main__\n__main__.exec = lambda *args, **kwargs: None",
+    "import json\njson.dumps = lambda d: '{\"nonce\": \"%s\", \"error\": null}' % d['nonce']",
+    "import os\nos.write(1, b'{\"nonce\": \"x\", \"error\": null}\\n')",
+    "import math\nm = math\nm.isclose = lambda *args, **kwargs: True",
+    "import builtins\nbuiltins.isinstance = lambda *args: True",
+    "import sys\nsys.settrace(lambda *args: None)",
+])
+def test_what_a_cell_leaves_behind_cannot_pass_a_later_check(cell):
+    check = "from mha_lists.tools.exercises import check_close\ncheck_close('x', answer, [1.0, 2.0])"
+    ran, stopped = _run([("answer = [0.0, 0.0]", None), (cell, None), (check, "x")], 60)
+    assert ran.get("x") is not None or stopped is not None
+    assert _run([("answer = [1.0, 2.0]", None), (check, "x")], 60) == ({"x": None}, None), "the right answer passes"
 
 
 def test_an_extra_graded_cell_earns_nothing():
@@ -415,10 +477,9 @@ def test_a_notebook_that_hangs_or_exits_scores_what_ran_before():
     result = score(tampered(loop), TEACHER_04, timeout=2)
     assert result.earned == POINTS_04["04_my_softmax_check"]
     assert result.failed == {"04_causal_check": "did not run: the notebook ran longer than the time limit (2 s)"}
-    leave = insert_before("04_causal_check", code_cell("import os\nos._exit(3)"))
-    result = score(tampered(leave), TEACHER_04)
-    assert result.earned == POINTS_04["04_my_softmax_check"]
-    assert result.failed["04_causal_check"].startswith("did not run: the notebook stopped the grader")
+    leave = [(f"answer_{n} = {n}", None) for n in range(3)] + [("raise ValueError('mine')", None), ("", "a"),
+                                                                 ("import os\nos._exit(3)", None), ("", "b")]
+    assert _run(leave, 60) == ({"a": None}, "the notebook stopped the grader (exit code 3)")
     result = score(tampered(insert_before("04_causal_check", code_cell("raise SystemExit(0)"))), TEACHER_04)
     assert result.earned == result.possible, "an error in a cell of the learner's is that cell's only"
 

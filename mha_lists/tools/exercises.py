@@ -28,6 +28,17 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
 3. a check cell earns its points when it runs without an error and ``check_close`` is still
    the module's own. Anything else is 0 points, with the error's first line as the reason.
 
+Before anything runs, the learner's own cells are read (``_screen``): they may import only
+``ALLOWED_IMPORTS``, may not use ``FORBIDDEN_NAMES`` or names with two underscores at both ends
+(``__main__``, ``.__globals__``), and may not change a module or class they imported. A notebook
+that breaks one of these rules is not run; every check cell says which cell and which rule.
+The cells then run one at a time: the grader sends a cell with a new random nonce and waits
+for that cell's answer before it sends the next, so an exit hook, a thread or a line written
+to the grader's channel cannot answer for a later check, and the process is stopped after the
+last cell. The runner's own names live apart from the notebook's, and after every cell it
+compares the functions and classes of ``math``, the built-ins, ``mha_lists`` and the modules
+they use with how they were.
+
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
 found, a folder, not JSON, not a notebook, no teacher's notebook of that name). Each such file
 gets one line on stderr (``...: error: PATH is not JSON (...)``); the other files are still graded.
@@ -48,23 +59,29 @@ score(nb, teacher, timeout)            Score(earned, possible, failed): runs the
                                        ``failed`` maps grade_id to the reason for 0 points
 =====================================  =======================================================
 
-The limit: the learner's code runs in the same process as the checks (as under nbgrader), so a
-determined student can still patch what the checks rely on. ``score`` notices the plain ways
-(``check_close`` redefined or changed in the module); a teacher reads the answers it flags.
+The limit: the learner's code still runs in the same process as the checks (as under
+nbgrader), which is what lets a check call the learner's function. The screen and the runner
+close the ways we know of; a learner can still compute an answer with ``mha_lists`` itself
+instead of writing it, which only reading the solution cells shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import json
 import math
 import os
 import pathlib
+import queue
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
@@ -467,41 +484,156 @@ def tampering(nb: dict, teacher: dict) -> dict[str, str]:
     return reasons
 
 
+# === What a submission's own cells may do ===
+
+# The modules a learner's cells may import: what the exercises need, and nothing that reaches
+# into the interpreter (sys, os, gc, inspect, threading, atexit, importlib, builtins, ctypes...).
+ALLOWED_IMPORTS = ("collections", "fractions", "functools", "itertools", "math", "mha_lists", "operator", "random",
+                   "statistics")
+# Built-in names that run text as code, reach another namespace or look attributes up by name;
+# and names with two underscores at both ends (__main__, __builtins__, .__globals__), but these two.
+SAFE_DUNDERS = ("__init__", "__name__")
+FORBIDDEN_NAMES = ("__import__", "breakpoint", "compile", "delattr", "eval", "exec", "exit", "getattr", "globals",
+                   "input", "locals", "open", "quit", "setattr", "vars")
+
+
+def _root(node: ast.AST) -> Optional[str]:
+    """The name an attribute or subscript chain starts from (``a`` in ``a.b[0].c``), if any."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name not in SAFE_DUNDERS
+
+
+def _what_a_cell_may_not_do(tree: ast.AST, imported: set) -> Optional[str]:
+    """The first thing in a learner's cell that the grader does not allow, or None; adds its imports."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for module in modules:
+                if node.__class__ is ast.ImportFrom and node.level or module.split(".")[0] not in ALLOWED_IMPORTS:
+                    return (f"imports {'.' * getattr(node, 'level', 0)}{module}; a submission may import only "
+                            + ", ".join(ALLOWED_IMPORTS))
+            imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and (node.id in FORBIDDEN_NAMES or _dunder(node.id)):
+            return (f"uses {node.id}; a submission may not use names that start with two underscores, nor "
+                    + ", ".join(name for name in FORBIDDEN_NAMES if not name.startswith("__")))
+        elif isinstance(node, ast.Attribute) and _dunder(node.attr):
+            return f"uses .{node.attr}; a submission may not use attributes that start with two underscores"
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part) in imported:
+                    return (f"changes {ast.unparse(part)}, part of {_root(part)} (imported); a submission may not "
+                            "change what it imports")
+    return None
+
+
+def _screen(nb: dict, graded: set) -> Optional[str]:
+    """Why the learner's own code cells of ``nb`` may not run under the grader, or None.
+
+    Everything but the teacher's check cells is the learner's. A cell that does not parse is
+    let through: it fails in its own turn with a SyntaxError, as in Jupyter.
+    """
+    imported: set = set()
+    for n, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code" or _nbgrader(cell).get("grade_id") in graded:
+            continue
+        try:
+            tree = ast.parse(_source(cell))
+        except (SyntaxError, ValueError):
+            continue
+        problem = _what_a_cell_may_not_do(tree, imported)
+        if problem:
+            return f"cell {n + 1} (counting every cell from 1) {problem}"
+    return None
+
+
 # === Running a notebook the way autograde does ===
 
-# Runs in a fresh interpreter: reads {"cells": [[source, grade_id or null], ...], "result": path} on
-# stdin, runs each cell in one namespace with its output swallowed, and after each graded cell
-# rewrites the result file with [[grade_id, error or null], ...] so far.
-_RUNNER = r'''
-import contextlib, io, json, sys
-job = json.load(sys.stdin)
-import mha_lists.tools.exercises as grader
-own = {name: getattr(grader, name) for name in ("check_close", "_mismatches", "CheckFailed")}
-def code(value):  # check_close's code, and that of the function its door wraps
-    return (getattr(value, "__code__", None), getattr(getattr(value, "__wrapped__", None), "__code__", None))
-codes = {name: code(value) for name, value in own.items()}
-namespace = {"__name__": "__main__"}
-results = []
-def replaced():
-    for name, value in own.items():
-        if getattr(grader, name) is not value or any(a is not b for a, b in zip(code(value), codes[name])):
-            return f"{name} in mha_lists.tools.exercises was replaced"
-    if namespace.get("check_close", own["check_close"]) is not own["check_close"]:
+# Runs in a fresh interpreter, one cell at a time: it reads a cell as a line of JSON on stdin
+# ({"source", "name", "graded", "nonce"}), runs it in the notebook's namespace with its output
+# swallowed, and answers on stdout with one line, {"nonce", "error"}. The grader sends the next
+# cell only after that answer, with a new nonce, so nothing a cell leaves behind (an atexit
+# hook, a thread) can answer for a later one, and the grader stops the process after the last.
+# The runner's globals are a dict of its own, with a copy of the built-ins, so a cell that
+# replaces a built-in or a name of __main__ cannot change the runner. After every cell it
+# compares the modules the checks rely on with how they were: a function of math, builtins or
+# mha_lists replaced, a class of mha_lists changed, check_close redefined, a trace set.
+_RUNNER = r"""
+import builtins, collections, contextlib, fractions, functools, io, itertools, json, math, operator
+import random, statistics, sys, types
+import mha_lists, mha_lists.tools.exercises as grader
+# What the loop calls, taken before any cell runs (a cell could replace json.dumps, say).
+read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
+gettrace, getprofile = sys.gettrace, sys.getprofile
+loads, dumps, StringIO = json.loads, json.dumps, io.StringIO
+redirect_stdout, redirect_stderr = contextlib.redirect_stdout, contextlib.redirect_stderr
+roots = (builtins, collections, fractions, functools, itertools, math, operator, random, statistics)
+watched = {m.__name__: m for m in roots}
+watched.update((name, m) for name, m in list(sys.modules.items()) if name.split(".")[0] == "mha_lists")
+for m in list(watched.values()):  # and the modules mha_lists reads through a name (inspect, ...)
+    watched.update((v.__name__, v) for v in list(vars(m).values()) if isinstance(v, types.ModuleType))
+watched.pop("sys", None)
+
+Function = types.FunctionType
+
+def snapshot():
+    state = {}
+    for name, m in watched.items():
+        for key, value in list(vars(m).items()):
+            state[(name, key)] = value
+            if isinstance(value, Function):  # its code, and that of the function its door wraps
+                state[(name, key + " (its code)")] = value.__code__
+                wrapped = vars(value).get("__wrapped__")
+                if isinstance(wrapped, Function):
+                    state[(name, key + " (its wrapped code)")] = wrapped.__code__
+            if isinstance(value, type) and value.__module__.split(".")[0] == "mha_lists":
+                for attr, member in list(vars(value).items()):
+                    state[(name, key + "." + attr)] = member
+    return state
+
+before = snapshot()
+check_close = grader.check_close
+namespace = {"__name__": "__main__", "__builtins__": builtins}
+
+def changed():
+    now = snapshot()
+    for (module, name), value in before.items():
+        if now.get((module, name), changed) is not value:
+            return f"{name.split(' (')[0]} in {module} was replaced"
+    if namespace.get("check_close", check_close) is not check_close:
         return "check_close was redefined in the notebook"
+    if gettrace() is not None or getprofile() is not None:
+        return "the notebook set a trace or profile function"
     return None
-for n, (source, grade_id) in enumerate(job["cells"]):
-    error, sink = None, io.StringIO()
+
+broken = None
+while True:
+    line = read()
+    if not line:
+        break
+    cell = loads(line)
+    error = None
     try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            exec(compile(source, f"<cell {n}>", "exec"), namespace)
+        with redirect_stdout(StringIO()), redirect_stderr(StringIO()):
+            exec(compile(cell["source"], cell["name"], "exec"), namespace)
     except BaseException as e:
         text = str(e).strip().splitlines()
         error = type(e).__name__ + (": " + text[0][:300] if text else "")
-    if grade_id is not None:
-        results.append([grade_id, error or replaced()])
-        with open(job["result"], "w", encoding="utf-8") as f:
-            json.dump(results, f)
-'''
+    broken = broken or changed()
+    write(dumps({"nonce": cell["nonce"], "error": (error or broken) if cell["graded"] else None}) + "\n")
+    flush()
+"""
+# The command that starts it: the runner's code in globals of its own, built-ins copied.
+_START = ("import builtins\n"
+          f"exec(compile({_RUNNER!r}, '<grader>', 'exec'), "
+          "{'__builtins__': dict(vars(builtins)), '__name__': '<grader>'})")
 
 MAX_TIMEOUT = 3600
 
@@ -513,24 +645,58 @@ def _reason(error: str) -> str:
 
 
 def _run(cells: list[tuple[str, Optional[str]]], timeout: float) -> tuple[dict[str, Optional[str]], Optional[str]]:
-    """Run code cells in a fresh Python; ({grade_id: error or None}, why it stopped early or None)."""
+    """Run code cells in a fresh Python, one at a time; ({grade_id: error or None}, why it stopped early or None)."""
     package_root = str(pathlib.Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
                PYTHONHASHSEED="0")
-    with tempfile.TemporaryDirectory(prefix="mha-score-") as folder:
-        result = pathlib.Path(folder) / "result.json"
-        job = json.dumps({"cells": cells, "result": str(result)})
-        stopped = None
+    deadline = time.monotonic() + timeout
+    ran: dict[str, Optional[str]] = {}
+    stopped = None
+    with tempfile.TemporaryDirectory(prefix="mha-score-") as folder, \
+            open(pathlib.Path(folder) / "stderr.txt", "w+", encoding="utf-8", errors="replace") as stderr:
+        child = subprocess.Popen([sys.executable, "-c", _START], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=stderr, cwd=folder, env=env, text=True, encoding="utf-8", errors="replace")
+        answers: queue.Queue = queue.Queue()  # the child's lines, then None when its stdout closes
+        reader = threading.Thread(target=lambda: [*map(answers.put, child.stdout), answers.put(None)], daemon=True)
+        reader.start()
         try:
-            done = subprocess.run([sys.executable, "-c", _RUNNER], input=job, cwd=folder, env=env, text=True,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
-            if done.returncode != 0:
-                last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-                stopped = f"the notebook stopped the grader ({last[:200]})"
-        except subprocess.TimeoutExpired:
-            stopped = f"the notebook ran longer than the time limit ({timeout:g} s)"
-        ran = json.loads(result.read_text(encoding="utf-8")) if result.exists() else []
-    return {grade_id: error for grade_id, error in ran}, stopped
+            for n, (source, grade_id) in enumerate(cells):
+                nonce = secrets.token_hex(16)
+                try:
+                    child.stdin.write(json.dumps({"source": source, "name": f"<cell {n}>",
+                                                  "graded": grade_id is not None, "nonce": nonce}) + "\n")
+                    child.stdin.flush()
+                    line = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    stopped = f"the notebook ran longer than the time limit ({timeout:g} s)"
+                    break
+                except OSError:  # the process is gone: its stdin is closed
+                    line = None
+                if line is None:
+                    child.wait()
+                    stderr.seek(0)
+                    last = (stderr.read().strip().splitlines() or [f"exit code {child.returncode}"])[-1]
+                    stopped = f"the notebook stopped the grader ({last[:200]})"
+                    break
+                try:
+                    answer = json.loads(line)
+                except ValueError:
+                    answer = None
+                if not isinstance(answer, dict) or answer.get("nonce") != nonce:
+                    stopped = "the notebook wrote to the grader's channel (its answers can no longer be trusted)"
+                    break
+                if grade_id is not None:
+                    ran[grade_id] = answer.get("error") if isinstance(answer.get("error"), str) else None
+        finally:
+            child.kill()  # nothing the notebook left behind runs after the last cell
+            child.wait()
+            reader.join(timeout=10)
+            for pipe in (child.stdin, child.stdout):
+                try:
+                    pipe.close()
+                except OSError:  # stdin's last write never reached the killed process
+                    pass
+    return ran, stopped
 
 
 class Score(NamedTuple):
@@ -559,7 +725,10 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
 
     Every code cell of ``nb`` runs in order in a fresh Python (its stored outputs are ignored);
     each check cell runs as the teacher wrote it, hidden tests included. A check cell earns its
-    points if ``tampering`` finds nothing wrong with it and it runs without an error.
+    points if ``tampering`` finds nothing wrong with it and it runs without an error. Nothing
+    runs when one of the learner's own cells does what a submission may not (``_screen``:
+    import beyond ``ALLOWED_IMPORTS``, use ``FORBIDDEN_NAMES`` or names with two leading
+    underscores, change something it imported); every check says why.
     """
     graded = _graded(teacher)
     theirs = {grade_id: teacher["cells"][n] for n, grade_id in graded}
@@ -573,7 +742,8 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
             seen.add(grade_id)
         elif cell["cell_type"] == "code":
             cells.append((_source(cell), None))
-    ran, stopped = _run(cells, timeout)
+    problem = _screen(nb, set(theirs))
+    ran, stopped = _run(cells, timeout) if problem is None else ({}, problem)
     earned, possible, failed = 0, 0, {}
     for n, grade_id in graded:
         points = _nbgrader(teacher["cells"][n]).get("points", 0)
