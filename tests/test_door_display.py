@@ -235,8 +235,8 @@ def test_the_grader_sees_a_check_close_patched_behind_its_door():
     assert all(why.endswith("uses .__code__; a submission may not use attributes that start with two underscores")
                for why in result.failed.values())
     # Run without the screen, the runner sees the code behind check_close's door replaced.
-    check = "from mha_lists.tools.exercises import check_close\ncheck_close('x', 1.0, 2.0)"
-    assert exercises._run([(patch, None), (check, "x")], 60) == (
+    check = exercises._Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', 1.0, 2.0)", "x")
+    assert exercises._run([exercises._Cell(patch), check], 60) == (
         {"x": "check_close in mha_lists.tools.exercises was replaced"}, None)
 
 

@@ -18,7 +18,7 @@ import pytest
 from mha_lists import attention_trace, running_example, softmax
 from mha_lists.tools.exercises import (CODE_STUB, CheckFailed, NotebookError, check_close, read_notebook, score,
                                        student_copy, tampering, write_student_copies)
-from mha_lists.tools.exercises import _clear_hidden, _run, _screen
+from mha_lists.tools.exercises import _Cell, _clear_hidden, _run, _screen
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXERCISES = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
@@ -382,12 +382,13 @@ def test_every_hidden_check_asks_about_inputs_the_visible_check_never_shows(path
 
 
 def test_an_extra_cell_cannot_replace_the_checks():
+    # The checks run among the teacher's names: a check_close of the notebook's never reaches them.
     fake = "def check_close(*args, **kwargs):\n    print('correct')"
     result = score(tampered(insert_before("04_my_softmax_check", code_cell(fake)), WRONG), TEACHER_04)
-    assert result.earned == 0, "the hidden checks use the module's check_close, not the notebook's"
-    assert all(why.startswith("CheckFailed: ") and "hidden" in why for why in result.failed.values())
+    assert result.earned == 0, "the checks use the module's check_close, not the notebook's"
+    assert all(why.startswith("CheckFailed: ") for why in result.failed.values())
     result = score(tampered(insert_before("04_my_softmax_check", code_cell(fake))), TEACHER_04)
-    assert result.earned == 0 and set(result.failed.values()) == {"check_close was redefined in the notebook"}
+    assert result.earned == result.possible, "right answers earn their points whatever else the notebook defines"
     patch = "import mha_lists.tools.exercises as grader\ngrader.check_close = check_close = lambda *args, **kwargs: None"
     result = score(tampered(insert_before("04_my_softmax_check", code_cell(patch)), WRONG), TEACHER_04)
     assert result.earned == 0 and all(why.startswith("did not run: cell ") and "changes grader.check_close"
@@ -450,10 +451,25 @@ def test_the_handed_out_cells_and_the_solutions_pass_the_screen(path):
     "import sys\nsys.settrace(lambda *args: None)",
 ])
 def test_what_a_cell_leaves_behind_cannot_pass_a_later_check(cell):
-    check = "from mha_lists.tools.exercises import check_close\ncheck_close('x', answer, [1.0, 2.0])"
-    ran, stopped = _run([("answer = [0.0, 0.0]", None), (cell, None), (check, "x")], 60)
+    check = _Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', answer(), [1.0, 2.0])", "x",
+                  answers=("answer",))
+    ran, stopped = _run([_Cell("def answer():\n    return [0.0, 0.0]"), _Cell(cell), check], 60)
     assert ran.get("x") is not None or stopped is not None
-    assert _run([("answer = [1.0, 2.0]", None), (check, "x")], 60) == ({"x": None}, None), "the right answer passes"
+    right = _Cell("def answer():\n    return [1.0, 2.0]")
+    assert _run([right, check], 60) == ({"x": None}, None), "the right answer passes"
+
+
+def test_names_the_notebook_rebinds_do_not_reach_the_checks():
+    # With softmax rebound to the learner's own and range made empty, the old grader compared a
+    # wrong my_softmax with itself and skipped the hidden loop: full points. The checks now run
+    # among the teacher's names, with only the learner's answers put in.
+    cheat = code_cell("softmax = my_softmax\ndef range(*args):\n    return []")
+    result = score(tampered(insert_before("04_my_softmax_check", cheat), WRONG), TEACHER_04)
+    assert result.earned == 0 and all(why.startswith("CheckFailed: ") for why in result.failed.values())
+    # The same cell after right answers: they stay right (the learner's own cells see the cell's names).
+    rebind = code_cell("ex = running_example(seed=5)\nx, weights, tokens = ex.x, ex.weights, ex.tokens")
+    result = score(tampered(insert_before("04_my_softmax_check", rebind)), TEACHER_04)
+    assert result.earned == result.possible and result.failed == {}
 
 
 def test_an_extra_graded_cell_earns_nothing():
@@ -477,8 +493,8 @@ def test_a_notebook_that_hangs_or_exits_scores_what_ran_before():
     result = score(tampered(loop), TEACHER_04, timeout=2)
     assert result.earned == POINTS_04["04_my_softmax_check"]
     assert result.failed == {"04_causal_check": "did not run: the notebook ran longer than the time limit (2 s)"}
-    leave = [(f"answer_{n} = {n}", None) for n in range(3)] + [("raise ValueError('mine')", None), ("", "a"),
-                                                                 ("import os\nos._exit(3)", None), ("", "b")]
+    leave = [_Cell(f"answer_{n} = {n}") for n in range(3)] + [_Cell("raise ValueError('mine')"), _Cell("", "a"),
+                                                                _Cell("import os\nos._exit(3)"), _Cell("", "b")]
     assert _run(leave, 60) == ({"a": None}, "the notebook stopped the grader (exit code 3)")
     result = score(tampered(insert_before("04_causal_check", code_cell("raise SystemExit(0)"))), TEACHER_04)
     assert result.earned == result.possible, "an error in a cell of the learner's is that cell's only"

@@ -25,17 +25,20 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
 2. it runs the notebook's code cells top to bottom in a fresh Python process (plain Python: a
    line of IPython magic is a SyntaxError in its own cell), the check cells replaced by the
    teacher's (hidden tests included); outputs stored in the file are ignored;
-3. a check cell earns its points when it runs without an error and ``check_close`` is still
-   the module's own. Anything else is 0 points, with the error's first line as the reason.
+3. a check cell earns its points when it runs without an error and nothing the checks rely on
+   was replaced. Anything else is 0 points, with the error's first line as the reason.
 
 Before anything runs, the learner's own cells are read (``_screen``): they may import only
 ``ALLOWED_IMPORTS``, may not use ``FORBIDDEN_NAMES`` or names with two underscores at both ends
 (``__main__``, ``.__globals__``), and may not change a module or class they imported. A notebook
 that breaks one of these rules is not run; every check cell says which cell and which rule.
-The cells then run one at a time: the grader sends a cell with a new random nonce and waits
-for that cell's answer before it sends the next, so an exit hook, a thread or a line written
-to the grader's channel cannot answer for a later check, and the process is stopped after the
-last cell. The runner's own names live apart from the notebook's, and after every cell it
+Each check runs among the teacher's own names: the setup cells as the teacher wrote them, and
+of the notebook only its answers (the functions its solution cells define), so rebinding
+``softmax`` or ``range`` in the notebook changes the learner's functions, never what a check
+compares them with. The cells run one at a time: the grader sends a cell with a new random
+nonce and waits for that cell's answer before it sends the next, so an exit hook, a thread or
+a line written to the grader's channel cannot answer for a later check, and the process is
+stopped after the last cell. The runner's own names live apart from the notebook's, and after every cell it
 compares the functions and classes of ``math``, the built-ins, ``mha_lists`` and the modules
 they use with how they were.
 
@@ -556,9 +559,55 @@ def _screen(nb: dict, graded: set) -> Optional[str]:
 
 # === Running a notebook the way autograde does ===
 
+
+class _Cell(NamedTuple):
+    """One cell for the runner: a learner's (grade_id None), or a check with the teacher's setup before it."""
+
+    source: str
+    grade_id: Optional[str] = None
+    setup: tuple = ()  # (index, source) of the teacher's setup cells above the check
+    answers: tuple = ()  # names the solution cells above it define: the notebook's are put in
+
+
+def _defined(source: str) -> list[str]:
+    """The names a cell's top level defines (a solution cell: its function)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)]
+    return names
+
+
+def _checks(teacher: dict) -> dict[str, _Cell]:
+    """Each of the teacher's checks as the runner gets it: its source, the teacher's setup cells
+    above it, and the names of the answers (what the solution cells above it define)."""
+    checks, setup, answers = {}, [], []
+    for n, cell in enumerate(teacher["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        meta = _nbgrader(cell)
+        if meta.get("grade") and isinstance(meta.get("grade_id"), str):
+            checks[meta["grade_id"]] = _Cell(_source(cell), meta["grade_id"], tuple(setup), tuple(answers))
+        elif meta.get("solution"):
+            answers += [name for name in _defined(_source(cell)) if name not in answers]
+        else:
+            setup.append((n, _source(cell)))
+    return checks
+
 # Runs in a fresh interpreter, one cell at a time: it reads a cell as a line of JSON on stdin
-# ({"source", "name", "graded", "nonce"}), runs it in the notebook's namespace with its output
-# swallowed, and answers on stdout with one line, {"nonce", "error"}. The grader sends the next
+# ({"source", "name", "graded", "nonce", "setup", "answers"}), runs it with its output swallowed,
+# and answers on stdout with one line, {"nonce", "error"}. A learner's cell runs in the
+# notebook's namespace. A check runs in a namespace of the teacher's: the teacher's own setup
+# cells ("setup", as handed out, not as the notebook has them), and of the notebook only its
+# answers, the functions the solution cells define ("answers"). So a notebook that rebinds
+# softmax, range or math changes its own functions, never what a check compares them with. The grader sends the next
 # cell only after that answer, with a new nonce, so nothing a cell leaves behind (an atexit
 # hook, a thread) can answer for a later one, and the grader stops the process after the last.
 # The runner's globals are a dict of its own, with a copy of the built-ins, so a cell that
@@ -599,19 +648,30 @@ def snapshot():
     return state
 
 before = snapshot()
-check_close = grader.check_close
-namespace = {"__name__": "__main__", "__builtins__": builtins}
+namespace = {"__name__": "__main__", "__builtins__": builtins}  # the notebook's
+teacher = {"__name__": "__main__", "__builtins__": builtins}  # the checks', from the teacher's own cells
+set_up = set()  # the teacher's cells that have run in it
 
 def changed():
     now = snapshot()
     for (module, name), value in before.items():
         if now.get((module, name), changed) is not value:
             return f"{name.split(' (')[0]} in {module} was replaced"
-    if namespace.get("check_close", check_close) is not check_close:
-        return "check_close was redefined in the notebook"
     if gettrace() is not None or getprofile() is not None:
         return "the notebook set a trace or profile function"
     return None
+
+def check(cell):  # among the teacher's names, with the notebook's answers (its functions) put in
+    for index, source in cell["setup"]:
+        if index not in set_up:
+            set_up.add(index)
+            exec(compile(source, f"<teacher's cell {index}>", "exec"), teacher)
+    for name in cell["answers"]:
+        if name in namespace:
+            teacher[name] = namespace[name]
+        else:
+            teacher.pop(name, None)
+    exec(compile(cell["source"], cell["name"], "exec"), teacher)
 
 broken = None
 while True:
@@ -622,7 +682,10 @@ while True:
     error = None
     try:
         with redirect_stdout(StringIO()), redirect_stderr(StringIO()):
-            exec(compile(cell["source"], cell["name"], "exec"), namespace)
+            if cell["graded"]:
+                check(cell)
+            else:
+                exec(compile(cell["source"], cell["name"], "exec"), namespace)
     except BaseException as e:
         text = str(e).strip().splitlines()
         error = type(e).__name__ + (": " + text[0][:300] if text else "")
@@ -644,7 +707,7 @@ def _reason(error: str) -> str:
     return error
 
 
-def _run(cells: list[tuple[str, Optional[str]]], timeout: float) -> tuple[dict[str, Optional[str]], Optional[str]]:
+def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], Optional[str]]:
     """Run code cells in a fresh Python, one at a time; ({grade_id: error or None}, why it stopped early or None)."""
     package_root = str(pathlib.Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
@@ -656,17 +719,18 @@ def _run(cells: list[tuple[str, Optional[str]]], timeout: float) -> tuple[dict[s
             open(pathlib.Path(folder) / "stderr.txt", "w+", encoding="utf-8", errors="replace") as stderr:
         child = subprocess.Popen([sys.executable, "-c", _START], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=stderr, cwd=folder, env=env, text=True, encoding="utf-8", errors="replace")
-        answers: queue.Queue = queue.Queue()  # the child's lines, then None when its stdout closes
-        reader = threading.Thread(target=lambda: [*map(answers.put, child.stdout), answers.put(None)], daemon=True)
+        replies: queue.Queue = queue.Queue()  # the child's lines, then None when its stdout closes
+        reader = threading.Thread(target=lambda: [*map(replies.put, child.stdout), replies.put(None)], daemon=True)
         reader.start()
         try:
-            for n, (source, grade_id) in enumerate(cells):
+            for n, (source, grade_id, setup, answers) in enumerate(cells):
                 nonce = secrets.token_hex(16)
                 try:
-                    child.stdin.write(json.dumps({"source": source, "name": f"<cell {n}>",
-                                                  "graded": grade_id is not None, "nonce": nonce}) + "\n")
+                    child.stdin.write(json.dumps({"source": source, "name": f"<cell {n}>", "nonce": nonce,
+                                                  "graded": grade_id is not None, "setup": list(setup),
+                                                  "answers": list(answers)}) + "\n")
                     child.stdin.flush()
-                    line = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+                    line = replies.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     stopped = f"the notebook ran longer than the time limit ({timeout:g} s)"
                     break
@@ -733,15 +797,16 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
     graded = _graded(teacher)
     theirs = {grade_id: teacher["cells"][n] for n, grade_id in graded}
     reasons = tampering(nb, teacher)
+    checks = _checks(teacher)
     cells, seen = [], set()
     for cell in nb["cells"]:
         grade_id = _nbgrader(cell).get("grade_id")
         if grade_id in theirs:
             if grade_id not in seen and cell["cell_type"] == "code":  # run the teacher's check, hidden tests too
-                cells.append((_source(theirs[grade_id]), grade_id))
+                cells.append(checks[grade_id])
             seen.add(grade_id)
         elif cell["cell_type"] == "code":
-            cells.append((_source(cell), None))
+            cells.append(_Cell(_source(cell)))
     problem = _screen(nb, set(theirs))
     ran, stopped = _run(cells, timeout) if problem is None else ({}, problem)
     earned, possible, failed = 0, 0, {}
