@@ -472,6 +472,23 @@ def test_names_the_notebook_rebinds_do_not_reach_the_checks():
     assert result.earned == result.possible and result.failed == {}
 
 
+@pytest.mark.parametrize("answer, reason", [
+    ("class L(list):\n    def __iter__(self):\n        return iter(())\nL([0.0, 0.0])",
+     "x should be a list of 2 numbers, but it is L"),  # zip(got, expected) would see nothing to compare
+    ("class F(float):\n    pass\n[F(1.0), 2.0]", "x[0] should be a number, but it is F: 1.0"),
+    ("[True, 2.0]", "x[0] should be a number, but it is bool: True"),
+])
+def test_an_answer_is_checked_as_plain_lists_and_numbers(answer, reason):
+    *body, value = answer.split("\n")
+    cells = [_Cell("\n".join(body) + f"\ndef answer():\n    return {value}"),
+             _Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', answer(), [1.0, 2.0])", "x",
+                   answers=("answer",))]
+    assert _run(cells, 60) == ({"x": f"CheckFailed: {reason}"}, None)
+    with pytest.raises(CheckFailed, match="^x should be a list of 2 numbers, but it is str"):
+        check_close("x", "12", [1.0, 2.0])
+    check_close("x", (1, 2.0), [1.0, 2.0])  # a tuple and an int are plain too
+
+
 def test_an_extra_graded_cell_earns_nothing():
     bonus = code_cell("print('correct')", {"nbgrader": {"grade": True, "grade_id": "bonus", "locked": True,
                                                          "points": 100, "schema_version": 3, "solution": False}})

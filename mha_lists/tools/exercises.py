@@ -104,12 +104,18 @@ class CheckFailed(AssertionError):
 # === Checking an answer ===
 
 
+# Exact types, never subclasses: a list whose __iter__ yields nothing would otherwise compare
+# equal to anything of its length, and a learner's answer is checked by iterating it.
 def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return type(x) is int or type(x) is float
+
+
+def _is_list(x: object) -> bool:
+    return type(x) is list or type(x) is tuple
 
 
 def _depth(x: Any) -> int:
-    return 1 + _depth(x[0]) if isinstance(x, (list, tuple)) and x else 0
+    return 1 + _depth(x[0]) if _is_list(x) and x else 0
 
 
 def _describe(x: Any) -> str:
@@ -140,7 +146,7 @@ def _mismatches(path: str, got: Any, expected: Any, tol: float, found: list) -> 
         elif not math.isclose(got, expected, rel_tol=tol, abs_tol=tol):
             found.append((path, got - expected))
         return
-    if not isinstance(got, (list, tuple)):
+    if not _is_list(got):
         raise CheckFailed(f"{path} should be {_describe(expected)}, but it is {type(got).__name__}")
     if len(got) != len(expected):
         raise CheckFailed(f"{path} has {len(got)} {_PARTS.get(_depth(expected), 'parts')}; "
@@ -158,7 +164,7 @@ def _check_answer(func: str, name: str, value: object, expected: tuple = ()) -> 
     def fine(x: object, depth: int) -> bool:
         if _is_number(x):
             return True
-        return isinstance(x, (list, tuple)) and 0 < len(x) and depth < MAX_DEPTH and all(fine(v, depth + 1) for v in x)
+        return _is_list(x) and 0 < len(x) and depth < MAX_DEPTH and all(fine(v, depth + 1) for v in x)
     if not fine(value, 0):
         raise TypeError(f"{func}: {name} must be a number, a list of numbers, a matrix or a list of matrices "
                         f"(lists at most {MAX_DEPTH} deep, none empty), got {value!r:.60}")
