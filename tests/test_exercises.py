@@ -391,14 +391,13 @@ def test_an_extra_cell_cannot_replace_the_checks():
     assert result.earned == result.possible, "right answers earn their points whatever else the notebook defines"
     patch = "import mha_lists.tools.exercises as grader\ngrader.check_close = check_close = lambda *args, **kwargs: None"
     result = score(tampered(insert_before("04_my_softmax_check", code_cell(patch)), WRONG), TEACHER_04)
-    assert result.earned == 0 and all(why.startswith("did not run: cell ") and "changes grader.check_close"
+    assert result.earned == 0 and all(why.startswith("did not run: cell ") and "imports mha_lists.tools.exercises"
                                       in why for why in result.failed.values())
-    # Through another name the screen cannot see it, and the runner notices the module changed.
+    # Past the screen (run directly), the runner notices the module changed.
     patch = ("import mha_lists.tools.exercises as grader\n"
              "g = grader\ng.check_close = check_close = lambda *args, **kwargs: None")
-    result = score(tampered(insert_before("04_my_softmax_check", code_cell(patch)), WRONG), TEACHER_04)
-    assert result.earned == 0
-    assert set(result.failed.values()) == {"check_close in mha_lists.tools.exercises was replaced"}
+    check = _Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', 1.0, 2.0)", "x")
+    assert _run([_Cell(patch), check], 60) == ({"x": "check_close in mha_lists.tools.exercises was replaced"}, None)
 
 
 @pytest.mark.parametrize("cell, reason", [
@@ -409,12 +408,30 @@ def test_an_extra_cell_cannot_replace_the_checks():
     ("from . import grader", "imports ."),
     ("import __main__", "imports __main__"),
     ("x = __builtins__", "uses __builtins__; a submission may not use names that start with two underscores, nor "
-                         "breakpoint, compile, delattr, eval, exec, exit, getattr, globals, input, locals, open, quit, "
-                         "setattr, vars"),
+                         "attrgetter, breakpoint, compile, delattr, eval, exec, exit, getattr, globals, help, input, "
+                         "locals, methodcaller, open, quit, setattr, vars"),
     ("f = eval", "uses eval"),
     ("print(getattr(softmax, 'x', 1))", "uses getattr"),
-    ("g = softmax.__globals__", "uses .__globals__; a submission may not use attributes that start with two "
-                                "underscores"),
+    ("g = softmax.__globals__", "uses .__globals__; a submission may not use attributes that start with an "
+                                "underscore"),
+    # What the grader's red team reached the runner's frame or the process through:
+    ("from mha_lists.tools.exercises import sys", "imports sys from mha_lists.tools.exercises; of mha_lists.tools a "
+                                                  "submission may import only check_close and CheckFailed"),
+    ("import mha_lists.tools.exercises as g", "imports mha_lists.tools.exercises; a submission may import only"),
+    ("from statistics import sys", "imports sys from statistics; it leads out of the notebook (to the interpreter, "
+                                   "the process or files)"),
+    ("from mha_lists.core.checks import inspect", "imports inspect from mha_lists.core.checks; it leads out"),
+    ("from random import _os", "imports _os from random; a submission may not use attributes that start with an "
+                               "underscore"),
+    ("import collections\nf = collections._sys", "uses ._sys; a submission may not use attributes that start with"),
+    ("import fractions\nf = fractions.sys", "uses .sys; it leads out of the notebook"),
+    ("import mha_lists\nc = mha_lists.core.checks.inspect", "uses .inspect; it leads out of the notebook"),
+    ("def g():\n    yield g.gi_frame\n", "uses .gi_frame; it leads out of the notebook"),
+    ("import mha_lists\nmha_lists.tools.cli", "uses .tools; it leads out of the notebook"),
+    ("from mha_lists import pipeline, running_example\npipeline(running_example()).save('x.ipynb')",
+     "uses .save; it leads out of the notebook"),
+    ("import operator\nf = operator.attrgetter('x')", "uses .attrgetter; it leads out of the notebook"),
+    ("from itertools import *", "imports * from itertools; a submission names what it imports"),
     ("import math\nmath.isclose = lambda *a, **k: True", "changes math.isclose, part of math (imported); a submission "
                                                           "may not change what it imports"),
     ("import mha_lists as m\ndel m.softmax", "changes m.softmax, part of m (imported)"),
@@ -449,6 +466,9 @@ def test_the_handed_out_cells_and_the_solutions_pass_the_screen(path):
     "import math\nm = math\nm.isclose = lambda *args, **kwargs: True",
     "import builtins\nbuiltins.isinstance = lambda *args: True",
     "import sys\nsys.settrace(lambda *args: None)",
+    "from mha_lists.teaching import example\nv = example.VOCAB\nv.append('zzz')",  # a table changed in place
+    "from mha_lists.core import checks\nk = checks.KINDS\nk.update(matrix=k['vector'])",
+    "from mha_lists.teaching import example\ne = example\ne.VOCAB = 3",
 ])
 def test_what_a_cell_leaves_behind_cannot_pass_a_later_check(cell):
     check = _Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', answer(), [1.0, 2.0])", "x",
@@ -487,6 +507,15 @@ def test_an_answer_is_checked_as_plain_lists_and_numbers(answer, reason):
     with pytest.raises(CheckFailed, match="^x should be a list of 2 numbers, but it is str"):
         check_close("x", "12", [1.0, 2.0])
     check_close("x", (1, 2.0), [1.0, 2.0])  # a tuple and an int are plain too
+
+
+def test_an_answer_that_changes_its_input_changes_only_its_copy():
+    # Found by red-teaming the grader: the check compared with softmax of the row the answer had
+    # just set to zeros (uniform, as the answer returned). Answers now get copies of their inputs.
+    cheat = "n = len(row)\nrow[:] = [0.0] * n\nreturn [1.0 / n] * n"
+    result = score(submitted(TEACHER_04, {"04_my_softmax": cheat}), TEACHER_04)
+    assert result.earned == result.possible - POINTS_04["04_my_softmax_check"]
+    assert result.failed["04_my_softmax_check"].startswith("CheckFailed: my_softmax([1.0, 2.0, 3.0])[0] is off by")
 
 
 def test_an_extra_graded_cell_earns_nothing():

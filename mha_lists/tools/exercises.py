@@ -29,18 +29,24 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
    was replaced. Anything else is 0 points, with the error's first line as the reason.
 
 Before anything runs, the learner's own cells are read (``_screen``): they may import only
-``ALLOWED_IMPORTS``, may not use ``FORBIDDEN_NAMES`` or names with two underscores at both ends
-(``__main__``, ``.__globals__``), and may not change a module or class they imported. A notebook
-that breaks one of these rules is not run; every check cell says which cell and which rule.
+``ALLOWED_IMPORTS`` (and of ``mha_lists.tools`` only ``GRADER_NAMES``), may not use
+``FORBIDDEN_NAMES``, names with two leading underscores, attributes with a leading underscore
+(a named tuple's ``_replace`` and its kin aside) or ``FORBIDDEN_ATTRIBUTES`` and frame
+attributes (the ways out of the notebook: ``statistics.sys``, a generator's ``gi_frame``, a
+picture's ``save``), and may not change a module or class they imported. A notebook that
+breaks one of these rules is not run; every check cell says which cell and which rule.
+
 Each check runs among the teacher's own names: the setup cells as the teacher wrote them, and
-of the notebook only its answers (the functions its solution cells define), so rebinding
-``softmax`` or ``range`` in the notebook changes the learner's functions, never what a check
-compares them with. The cells run one at a time: the grader sends a cell with a new random
-nonce and waits for that cell's answer before it sends the next, so an exit hook, a thread or
-a line written to the grader's channel cannot answer for a later check, and the process is
-stopped after the last cell. The runner's own names live apart from the notebook's, and after every cell it
-compares the functions and classes of ``math``, the built-ins, ``mha_lists`` and the modules
-they use with how they were.
+of the notebook only its answers (the functions its solution cells define), called on copies
+of their inputs. So rebinding ``softmax`` or ``range`` in the notebook changes the learner's
+functions, never what a check compares them with, and an answer that changes its input
+changes its copy. The cells run one at a time: the grader sends a cell with a new random
+nonce and waits for that cell's answer before it sends the next, so an exit hook or a line
+written to the grader's channel cannot answer for a later check, and the process is stopped
+after the last cell. The runner's own names live apart from the notebook's, and after every
+cell it compares the functions, classes and tables of ``math``, the built-ins, ``mha_lists``
+and the modules they use with how they were. ``score`` on the command line reads every file
+before it runs any notebook.
 
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
 found, a folder, not JSON, not a notebook, no teacher's notebook of that name). Each such file
@@ -63,9 +69,11 @@ score(nb, teacher, timeout)            Score(earned, possible, failed): runs the
 =====================================  =======================================================
 
 The limit: the learner's code still runs in the same process as the checks (as under
-nbgrader), which is what lets a check call the learner's function. The screen and the runner
-close the ways we know of; a learner can still compute an answer with ``mha_lists`` itself
-instead of writing it, which only reading the solution cells shows.
+nbgrader), which is what lets a check call the learner's function; the screen is a list of the
+ways out that we, and a red team, found. Running the answers in a process of their own, apart
+from the checks, would close the rest. A learner can also compute an answer with ``mha_lists``
+itself instead of writing it, which only reading the solution cells shows. For an exam, run
+``score`` as a user who cannot write the course's files.
 """
 
 from __future__ import annotations
@@ -73,6 +81,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import importlib
 import json
 import math
 import os
@@ -85,6 +94,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
@@ -495,15 +505,23 @@ def tampering(nb: dict, teacher: dict) -> dict[str, str]:
 
 # === What a submission's own cells may do ===
 
-# The modules a learner's cells may import: what the exercises need, and nothing that reaches
-# into the interpreter (sys, os, gc, inspect, threading, atexit, importlib, builtins, ctypes...).
+# The learner's code shares the grader's process (a check calls the learner's function), so the
+# screen keeps it from reaching out of the notebook: to the interpreter (frames, sys, gc), the
+# process (os, threads) or files. What the exercises need stays open.
 ALLOWED_IMPORTS = ("collections", "fractions", "functools", "itertools", "math", "mha_lists", "operator", "random",
                    "statistics")
-# Built-in names that run text as code, reach another namespace or look attributes up by name;
-# and names with two underscores at both ends (__main__, __builtins__, .__globals__), but these two.
-SAFE_DUNDERS = ("__init__", "__name__")
-FORBIDDEN_NAMES = ("__import__", "breakpoint", "compile", "delattr", "eval", "exec", "exit", "getattr", "globals",
-                   "input", "locals", "open", "quit", "setattr", "vars")
+GRADER_NAMES = ("check_close", "CheckFailed")  # all a submission takes from mha_lists.tools (the teacher's tools)
+# Built-in names that run text as code, reach another namespace or look attributes up by name.
+FORBIDDEN_NAMES = ("__import__", "attrgetter", "breakpoint", "compile", "delattr", "eval", "exec", "exit", "getattr",
+                   "globals", "help", "input", "locals", "methodcaller", "open", "quit", "setattr", "vars")
+# Attributes that lead out of the notebook (modules that other modules hold, frames, files);
+# and any attribute with a leading underscore, but a named tuple's own and these two dunders.
+FORBIDDEN_ATTRIBUTES = ("atexit", "attrgetter", "builtins", "ctypes", "gc", "importlib", "inspect", "io", "linecache",
+                        "marshal", "methodcaller", "multiprocessing", "os", "pathlib", "pickle", "runpy", "save",
+                        "shutil", "signal", "site", "socket", "subprocess", "sys", "tempfile", "threading", "tools",
+                        "traceback", "types", "warnings")
+FRAME_PREFIXES = ("ag_", "co_", "cr_", "f_", "gi_", "tb_")  # a generator's frame, a frame's globals, ...
+SAFE_UNDERSCORES = ("__init__", "__name__", "_asdict", "_field_defaults", "_fields", "_make", "_replace")
 
 
 def _root(node: ast.AST) -> Optional[str]:
@@ -514,24 +532,60 @@ def _root(node: ast.AST) -> Optional[str]:
 
 
 def _dunder(name: str) -> bool:
-    return name.startswith("__") and name not in SAFE_DUNDERS
+    return name.startswith("__") and name not in SAFE_UNDERSCORES
+
+
+def _leads_out(attr: str) -> Optional[str]:
+    if attr.startswith("_") and attr not in SAFE_UNDERSCORES:
+        return "a submission may not use attributes that start with an underscore"
+    if attr in FORBIDDEN_ATTRIBUTES or attr.startswith(FRAME_PREFIXES):
+        return "it leads out of the notebook (to the interpreter, the process or files)"
+    return None
+
+
+def _import_problem(node: ast.AST) -> Optional[str]:
+    """Why an import statement is not for a submission, or None."""
+    allowed = "a submission may import only " + ", ".join(ALLOWED_IMPORTS)
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.split(".")[0] not in ALLOWED_IMPORTS or alias.name.startswith("mha_lists.tools"):
+                return f"imports {alias.name}; {allowed} (of mha_lists.tools, only {' and '.join(GRADER_NAMES)})"
+        return None
+    module = node.module or ""
+    if node.level or module.split(".")[0] not in ALLOWED_IMPORTS:
+        return f"imports {'.' * node.level}{module}; {allowed}"
+    for alias in node.names:
+        if alias.name == "*":
+            return f"imports * from {module}; a submission names what it imports"
+        if module.startswith("mha_lists.tools") and (module != "mha_lists.tools.exercises"
+                                                     or alias.name not in GRADER_NAMES):
+            return f"imports {alias.name} from {module}; of mha_lists.tools a submission may import only " + \
+                " and ".join(GRADER_NAMES)
+        why = _leads_out(alias.name)
+        try:
+            value = vars(importlib.import_module(module)).get(alias.name)
+        except ImportError:  # it fails in its own turn, as in Jupyter
+            value = None
+        if why is None and isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in ALLOWED_IMPORTS:
+            why = "it is a module a submission may not import"
+        if why:
+            return f"imports {alias.name} from {module}; {why}"
+    return None
 
 
 def _what_a_cell_may_not_do(tree: ast.AST, imported: set) -> Optional[str]:
     """The first thing in a learner's cell that the grader does not allow, or None; adds its imports."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            for module in modules:
-                if node.__class__ is ast.ImportFrom and node.level or module.split(".")[0] not in ALLOWED_IMPORTS:
-                    return (f"imports {'.' * getattr(node, 'level', 0)}{module}; a submission may import only "
-                            + ", ".join(ALLOWED_IMPORTS))
+            problem = _import_problem(node)
+            if problem:
+                return problem
             imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
         elif isinstance(node, ast.Name) and (node.id in FORBIDDEN_NAMES or _dunder(node.id)):
             return (f"uses {node.id}; a submission may not use names that start with two underscores, nor "
                     + ", ".join(name for name in FORBIDDEN_NAMES if not name.startswith("__")))
-        elif isinstance(node, ast.Attribute) and _dunder(node.attr):
-            return f"uses .{node.attr}; a submission may not use attributes that start with two underscores"
+        elif isinstance(node, ast.Attribute) and _leads_out(node.attr):
+            return f"uses .{node.attr}; {_leads_out(node.attr)}"
     for node in ast.walk(tree):
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
                    else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
@@ -621,15 +675,19 @@ def _checks(teacher: dict) -> dict[str, _Cell]:
 # compares the modules the checks rely on with how they were: a function of math, builtins or
 # mha_lists replaced, a class of mha_lists changed, check_close redefined, a trace set.
 _RUNNER = r"""
-import builtins, collections, contextlib, fractions, functools, io, itertools, json, math, operator
+import builtins, collections, contextlib, copy, fractions, functools, io, itertools, json, math, operator
 import random, statistics, sys, types
+import importlib, pkgutil
 import mha_lists, mha_lists.tools.exercises as grader
+for found in pkgutil.walk_packages(mha_lists.__path__, "mha_lists."):  # all of it, so all of it is watched
+    if not found.name.endswith("__main__"):
+        importlib.import_module(found.name)
 # What the loop calls, taken before any cell runs (a cell could replace json.dumps, say).
 read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
 gettrace, getprofile = sys.gettrace, sys.getprofile
-loads, dumps, StringIO = json.loads, json.dumps, io.StringIO
+loads, dumps, StringIO, deepcopy = json.loads, json.dumps, io.StringIO, copy.deepcopy
 redirect_stdout, redirect_stderr = contextlib.redirect_stdout, contextlib.redirect_stderr
-roots = (builtins, collections, fractions, functools, itertools, math, operator, random, statistics)
+roots = (builtins, collections, copy, fractions, functools, itertools, math, operator, random, statistics)
 watched = {m.__name__: m for m in roots}
 watched.update((name, m) for name, m in list(sys.modules.items()) if name.split(".")[0] == "mha_lists")
 for m in list(watched.values()):  # and the modules mha_lists reads through a name (inspect, ...)
@@ -637,12 +695,16 @@ for m in list(watched.values()):  # and the modules mha_lists reads through a na
 watched.pop("sys", None)
 
 Function = types.FunctionType
+bookkeeping = {("mha_lists.core.attention", "_last_checked"), ("mha_lists.core.checks", "_inside")}
 
 def snapshot():
     state = {}
     for name, m in watched.items():
         for key, value in list(vars(m).items()):
             state[(name, key)] = value
+            table = type(value) in (dict, list, set) and name.split(".")[0] == "mha_lists"
+            if table and (name, key) not in bookkeeping:
+                state[(name, key + " (its contents)")] = value.copy()  # a table, changed in place
             if isinstance(value, Function):  # its code, and that of the function its door wraps
                 state[(name, key + " (its code)")] = value.__code__
                 wrapped = vars(value).get("__wrapped__")
@@ -658,14 +720,28 @@ namespace = {"__name__": "__main__", "__builtins__": builtins}  # the notebook's
 teacher = {"__name__": "__main__", "__builtins__": builtins}  # the checks', from the teacher's own cells
 set_up = set()  # the teacher's cells that have run in it
 
+def same(old, new):  # a dict may gain entries (a kind registered on import), not lose or change one
+    if type(old) is dict:
+        return all(key in new and new[key] is value for key, value in old.items())
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new)) if type(old) is list else old == new
+
 def changed():
     now = snapshot()
     for (module, name), value in before.items():
-        if now.get((module, name), changed) is not value:
+        new = now.get((module, name), changed)
+        if name.endswith(" (its contents)"):
+            if type(new) is not type(value) or not same(value, new):
+                return f"{name.split(' (')[0]} in {module} was changed"
+        elif new is not value:
             return f"{name.split(' (')[0]} in {module} was replaced"
     if gettrace() is not None or getprofile() is not None:
         return "the notebook set a trace or profile function"
     return None
+
+def on_copies(function):  # the learner's function, given copies: what it changes is its own
+    def answer(*args, **kwargs):
+        return function(*deepcopy(args), **deepcopy(kwargs))
+    return answer if callable(function) else function
 
 def check(cell):  # among the teacher's names, with the notebook's answers (its functions) put in
     for index, source in cell["setup"]:
@@ -674,7 +750,7 @@ def check(cell):  # among the teacher's names, with the notebook's answers (its 
             exec(compile(source, f"<teacher's cell {index}>", "exec"), teacher)
     for name in cell["answers"]:
         if name in namespace:
-            teacher[name] = namespace[name]
+            teacher[name] = on_copies(namespace[name])
         else:
             teacher.pop(name, None)
     exec(compile(cell["source"], cell["name"], "exec"), teacher)
@@ -880,13 +956,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--source {args.source} is not a folder")
     total_earned = total_possible = 0
     unread = 0
+    read: list = []  # every file is read before any notebook runs: none can change the next one or a teacher's
     for path in args.notebooks:
         try:
             nb = read_notebook(path)
             teacher_path = args.source / path.name
             if not teacher_path.is_file():
                 raise NotebookError(f"{path}: no teacher's notebook named {path.name} in {args.source}")
-            result = score(nb, read_notebook(teacher_path), timeout=args.timeout)
+            read.append((path, (nb, read_notebook(teacher_path))))
+        except (OSError, ValueError) as e:
+            read.append((path, e))
+    for path, notebooks in read:
+        try:
+            if isinstance(notebooks, Exception):
+                raise notebooks
+            result = score(*notebooks, timeout=args.timeout)
         except (OSError, ValueError) as e:
             unread += 1
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
