@@ -432,6 +432,8 @@ def test_an_extra_cell_cannot_replace_the_checks():
      "uses .save; it leads out of the notebook"),
     ("import operator\nf = operator.attrgetter('x')", "uses .attrgetter; it leads out of the notebook"),
     ("from itertools import *", "imports * from itertools; a submission names what it imports"),
+    ("def f(g):\n    match g:\n        case object(gi_frame=fr):\n            return fr",
+     "uses .gi_frame (in a case pattern); it leads out of the notebook"),
     ("import math\nmath.isclose = lambda *a, **k: True", "changes math.isclose, part of math (imported); a submission "
                                                           "may not change what it imports"),
     ("import mha_lists as m\ndel m.softmax", "changes m.softmax, part of m (imported)"),
@@ -469,6 +471,7 @@ def test_the_handed_out_cells_and_the_solutions_pass_the_screen(path):
     "from mha_lists.teaching import example\nv = example.VOCAB\nv.append('zzz')",  # a table changed in place
     "from mha_lists.core import checks\nk = checks.KINDS\nk.update(matrix=k['vector'])",
     "from mha_lists.teaching import example\ne = example\ne.VOCAB = 3",
+    "def answer():\n    raise type('', (Exception,), {})()",  # an exception with an empty name is still one
 ])
 def test_what_a_cell_leaves_behind_cannot_pass_a_later_check(cell):
     check = _Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', answer(), [1.0, 2.0])", "x",

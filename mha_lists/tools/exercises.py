@@ -586,6 +586,10 @@ def _what_a_cell_may_not_do(tree: ast.AST, imported: set) -> Optional[str]:
                     + ", ".join(name for name in FORBIDDEN_NAMES if not name.startswith("__")))
         elif isinstance(node, ast.Attribute) and _leads_out(node.attr):
             return f"uses .{node.attr}; {_leads_out(node.attr)}"
+        elif isinstance(node, ast.MatchClass):  # case C(attr=...) reads attributes by name
+            for attr in node.kwd_attrs:
+                if _leads_out(attr):
+                    return f"uses .{attr} (in a case pattern); {_leads_out(attr)}"
     for node in ast.walk(tree):
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
                    else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
@@ -768,9 +772,9 @@ while True:
                 check(cell)
             else:
                 exec(compile(cell["source"], cell["name"], "exec"), namespace)
-    except BaseException as e:
+    except BaseException as e:  # whatever it is called, an exception is an error (a class named "" too)
         text = str(e).strip().splitlines()
-        error = type(e).__name__ + (": " + text[0][:300] if text else "")
+        error = (type(e).__name__ or "an exception with no name") + (": " + text[0][:300] if text else "")
     broken = broken or changed()
     write(dumps({"nonce": cell["nonce"], "error": (error or broken) if cell["graded"] else None}) + "\n")
     flush()
