@@ -222,22 +222,20 @@ def test_exercise_doors(call, error, message):
     raises(error, message, call)
 
 
-def test_the_grader_sees_a_check_close_patched_behind_its_door():
+def test_a_check_close_patched_behind_its_door_does_not_reach_the_checks():
     teacher = exercises.read_notebook(ROOT / "notebooks" / "exercises" / "04_softmax_and_masks.ipynb")
-    nb = copy.deepcopy(teacher)  # the solutions: every check passes, unless the grader sees the patch
+    nb = copy.deepcopy(teacher)
+    for cell in nb["cells"]:  # wrong answers: every check fails, unless the patch reached it
+        if cell["metadata"].get("nbgrader", {}).get("solution"):
+            cell["source"] = cell["source"].split("(")[0] + "(*args):\n    return [0.0]\n" if isinstance(
+                cell["source"], str) else "".join(cell["source"]).split("(")[0] + "(*args):\n    return [0.0]\n"
     patch = ("import mha_lists.tools.exercises as grader\n"
              "grader.check_close.__wrapped__.__code__ = (lambda name, got, expected, tol=1e-9: None).__code__")
     first = next(n for n, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade"))
     nb["cells"].insert(first, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                                "source": patch})
     result = exercises.score(nb, teacher, timeout=60)
-    assert result.earned == 0  # the screen stops it before it runs: the grader's module is not for a submission
-    assert all(why.startswith("did not run: cell ") and "imports mha_lists.tools.exercises" in why
-               for why in result.failed.values())
-    # Run without the screen, the runner sees the code behind check_close's door replaced.
-    check = exercises._Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', 1.0, 2.0)", "x")
-    assert exercises._run([exercises._Cell(patch), check], 60) == (
-        {"x": "check_close in mha_lists.tools.exercises was replaced"}, None)
+    assert result.earned == 0 and all(why.startswith("CheckFailed: ") for why in result.failed.values())
 
 
 def test_nothing_is_changed_by_a_door():

@@ -28,25 +28,19 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
 3. a check cell earns its points when it runs without an error and nothing the checks rely on
    was replaced. Anything else is 0 points, with the error's first line as the reason.
 
-Before anything runs, the learner's own cells are read (``_screen``): they may import only
-``ALLOWED_IMPORTS`` (and of ``mha_lists.tools`` only ``GRADER_NAMES``), may not use
-``FORBIDDEN_NAMES``, names with two leading underscores, attributes with a leading underscore
-(a named tuple's ``_replace`` and its kin aside) or ``FORBIDDEN_ATTRIBUTES`` and frame
-attributes (the ways out of the notebook: ``statistics.sys``, a generator's ``gi_frame``, a
-picture's ``save``), and may not change a module or class they imported. A notebook that
-breaks one of these rules is not run; every check cell says which cell and which rule.
-
-Each check runs among the teacher's own names: the setup cells as the teacher wrote them, and
-of the notebook only its answers (the functions its solution cells define), called on copies
-of their inputs. So rebinding ``softmax`` or ``range`` in the notebook changes the learner's
-functions, never what a check compares them with, and an answer that changes its input
-changes its copy. The cells run one at a time: the grader sends a cell with a new random
-nonce and waits for that cell's answer before it sends the next, so an exit hook or a line
-written to the grader's channel cannot answer for a later check, and the process is stopped
-after the last cell. The runner's own names live apart from the notebook's, and after every
-cell it compares the functions, classes and tables of ``math``, the built-ins, ``mha_lists``
-and the modules they use with how they were. ``score`` on the command line reads every file
-before it runs any notebook.
+The learner's code and the checks never share a process. The notebook's cells run in one
+Python; the teacher's setup cells (as the teacher wrote them) and checks run in another, started
+first, with the whole package imported before any of the learner's code runs. A check calls the
+learner's functions (what the solution cells define) through the grader: the arguments go over
+as a pickle, the answer comes back as JSON. So all a check ever holds of the learner's is lists
+and numbers, or an error's first line; an answer that changes its input changes its own copy;
+and nothing a notebook does to its own process (rebinding ``softmax``, patching ``math``,
+walking frames, an exit hook, a thread) reaches a check. The cells run one at a time, each
+answer carrying the nonce its request was sent with, and every line between the grader and the
+checker carries an HMAC under a key the checker got before the learner's process existed.
+``score`` on the command line reads every file before it runs any notebook, and a notebook that
+changes the package's files (what the next checker would import) gets nothing, nor does any
+notebook after it.
 
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
 found, a folder, not JSON, not a notebook, no teacher's notebook of that name). Each such file
@@ -68,12 +62,11 @@ score(nb, teacher, timeout)            Score(earned, possible, failed): runs the
                                        ``failed`` maps grade_id to the reason for 0 points
 =====================================  =======================================================
 
-The limit: the learner's code still runs in the same process as the checks (as under
-nbgrader), which is what lets a check call the learner's function; the screen is a list of the
-ways out that we, and a red team, found. Running the answers in a process of their own, apart
-from the checks, would close the rest. A learner can also compute an answer with ``mha_lists``
-itself instead of writing it, which only reading the solution cells shows. For an exam, run
-``score`` as a user who cannot write the course's files.
+The limit: both processes run as the user who runs ``score``, so the learner's code can reach
+what that user can (files, other processes). For an exam, run ``score`` as a user who cannot
+write the course's files, or in a container, as nbgrader advises. A learner can also compute an
+answer with ``mha_lists`` itself instead of writing it, which only reading the solution cells
+shows.
 """
 
 from __future__ import annotations
@@ -81,7 +74,8 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import importlib
+import hashlib
+import hmac
 import json
 import math
 import os
@@ -94,7 +88,6 @@ import sys
 import tempfile
 import threading
 import time
-import types
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
@@ -503,126 +496,17 @@ def tampering(nb: dict, teacher: dict) -> dict[str, str]:
     return reasons
 
 
-# === What a submission's own cells may do ===
-
-# The learner's code shares the grader's process (a check calls the learner's function), so the
-# screen keeps it from reaching out of the notebook: to the interpreter (frames, sys, gc), the
-# process (os, threads) or files. What the exercises need stays open.
-ALLOWED_IMPORTS = ("collections", "fractions", "functools", "itertools", "math", "mha_lists", "operator", "random",
-                   "statistics")
-GRADER_NAMES = ("check_close", "CheckFailed")  # all a submission takes from mha_lists.tools (the teacher's tools)
-# Built-in names that run text as code, reach another namespace or look attributes up by name.
-FORBIDDEN_NAMES = ("__import__", "attrgetter", "breakpoint", "compile", "delattr", "eval", "exec", "exit", "getattr",
-                   "globals", "help", "input", "locals", "methodcaller", "open", "quit", "setattr", "vars")
-# Attributes that lead out of the notebook (modules that other modules hold, frames, files);
-# and any attribute with a leading underscore, but a named tuple's own and these two dunders.
-FORBIDDEN_ATTRIBUTES = ("atexit", "attrgetter", "builtins", "ctypes", "gc", "importlib", "inspect", "io", "linecache",
-                        "marshal", "methodcaller", "multiprocessing", "os", "pathlib", "pickle", "runpy", "save",
-                        "shutil", "signal", "site", "socket", "subprocess", "sys", "tempfile", "threading", "tools",
-                        "traceback", "types", "warnings")
-FRAME_PREFIXES = ("ag_", "co_", "cr_", "f_", "gi_", "tb_")  # a generator's frame, a frame's globals, ...
-SAFE_UNDERSCORES = ("__init__", "__name__", "_asdict", "_field_defaults", "_fields", "_make", "_replace")
-
-
-def _root(node: ast.AST) -> Optional[str]:
-    """The name an attribute or subscript chain starts from (``a`` in ``a.b[0].c``), if any."""
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _dunder(name: str) -> bool:
-    return name.startswith("__") and name not in SAFE_UNDERSCORES
-
-
-def _leads_out(attr: str) -> Optional[str]:
-    if attr.startswith("_") and attr not in SAFE_UNDERSCORES:
-        return "a submission may not use attributes that start with an underscore"
-    if attr in FORBIDDEN_ATTRIBUTES or attr.startswith(FRAME_PREFIXES):
-        return "it leads out of the notebook (to the interpreter, the process or files)"
-    return None
-
-
-def _import_problem(node: ast.AST) -> Optional[str]:
-    """Why an import statement is not for a submission, or None."""
-    allowed = "a submission may import only " + ", ".join(ALLOWED_IMPORTS)
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.name.split(".")[0] not in ALLOWED_IMPORTS or alias.name.startswith("mha_lists.tools"):
-                return f"imports {alias.name}; {allowed} (of mha_lists.tools, only {' and '.join(GRADER_NAMES)})"
-        return None
-    module = node.module or ""
-    if node.level or module.split(".")[0] not in ALLOWED_IMPORTS:
-        return f"imports {'.' * node.level}{module}; {allowed}"
-    for alias in node.names:
-        if alias.name == "*":
-            return f"imports * from {module}; a submission names what it imports"
-        if module.startswith("mha_lists.tools") and (module != "mha_lists.tools.exercises"
-                                                     or alias.name not in GRADER_NAMES):
-            return f"imports {alias.name} from {module}; of mha_lists.tools a submission may import only " + \
-                " and ".join(GRADER_NAMES)
-        why = _leads_out(alias.name)
-        try:
-            value = vars(importlib.import_module(module)).get(alias.name)
-        except ImportError:  # it fails in its own turn, as in Jupyter
-            value = None
-        if why is None and isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in ALLOWED_IMPORTS:
-            why = "it is a module a submission may not import"
-        if why:
-            return f"imports {alias.name} from {module}; {why}"
-    return None
-
-
-def _what_a_cell_may_not_do(tree: ast.AST, imported: set) -> Optional[str]:
-    """The first thing in a learner's cell that the grader does not allow, or None; adds its imports."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            problem = _import_problem(node)
-            if problem:
-                return problem
-            imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.Name) and (node.id in FORBIDDEN_NAMES or _dunder(node.id)):
-            return (f"uses {node.id}; a submission may not use names that start with two underscores, nor "
-                    + ", ".join(name for name in FORBIDDEN_NAMES if not name.startswith("__")))
-        elif isinstance(node, ast.Attribute) and _leads_out(node.attr):
-            return f"uses .{node.attr}; {_leads_out(node.attr)}"
-        elif isinstance(node, ast.MatchClass):  # case C(attr=...) reads attributes by name
-            for attr in node.kwd_attrs:
-                if _leads_out(attr):
-                    return f"uses .{attr} (in a case pattern); {_leads_out(attr)}"
-    for node in ast.walk(tree):
-        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
-                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-        for target in targets:
-            for part in ast.walk(target):
-                if isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part) in imported:
-                    return (f"changes {ast.unparse(part)}, part of {_root(part)} (imported); a submission may not "
-                            "change what it imports")
-    return None
-
-
-def _screen(nb: dict, graded: set) -> Optional[str]:
-    """Why the learner's own code cells of ``nb`` may not run under the grader, or None.
-
-    Everything but the teacher's check cells is the learner's. A cell that does not parse is
-    let through: it fails in its own turn with a SyntaxError, as in Jupyter.
-    """
-    imported: set = set()
-    for n, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] != "code" or _nbgrader(cell).get("grade_id") in graded:
-            continue
-        try:
-            tree = ast.parse(_source(cell))
-        except (SyntaxError, ValueError):
-            continue
-        problem = _what_a_cell_may_not_do(tree, imported)
-        if problem:
-            return f"cell {n + 1} (counting every cell from 1) {problem}"
-    return None
-
-
-# === Running a notebook the way autograde does ===
-
+# === Running a notebook the way autograde does, in two processes ===
+#
+# The learner's code and the checks never share a process. The notebook's cells run in one
+# Python (the learner's); the teacher's setup cells and checks run in another (the checker's),
+# started first, with the whole package imported before any of the learner's code runs. A check
+# calls the learner's function through the grader: the arguments go over as a pickle, and the
+# answer comes back as JSON, so all a check ever holds of the learner's is lists and numbers, or
+# the first line of an error. What a notebook does to its own process (rebinding softmax,
+# patching math, walking frames, exit hooks, threads) cannot reach a check. Every line between
+# the grader and the checker carries an HMAC under a key the checker got before the learner's
+# process existed, so a line written into those pipes from outside is refused.
 
 class _Cell(NamedTuple):
     """One cell for the runner: a learner's (grade_id None), or a check with the teacher's setup before it."""
@@ -674,115 +558,101 @@ def _checks(teacher: dict) -> dict[str, _Cell]:
 # softmax, range or math changes its own functions, never what a check compares them with. The grader sends the next
 # cell only after that answer, with a new nonce, so nothing a cell leaves behind (an atexit
 # hook, a thread) can answer for a later one, and the grader stops the process after the last.
-# The runner's globals are a dict of its own, with a copy of the built-ins, so a cell that
-# replaces a built-in or a name of __main__ cannot change the runner. After every cell it
-# compares the modules the checks rely on with how they were: a function of math, builtins or
-# mha_lists replaced, a class of mha_lists changed, check_close redefined, a trace set.
-_RUNNER = r"""
-import builtins, collections, contextlib, copy, fractions, functools, io, itertools, json, math, operator
-import random, statistics, sys, types
-import importlib, pkgutil
-import mha_lists, mha_lists.tools.exercises as grader
-for found in pkgutil.walk_packages(mha_lists.__path__, "mha_lists."):  # all of it, so all of it is watched
-    if not found.name.endswith("__main__"):
-        importlib.import_module(found.name)
-# What the loop calls, taken before any cell runs (a cell could replace json.dumps, say).
+_LEARNER = r"""
+import base64, contextlib, io, json, pickle, sys
 read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
-gettrace, getprofile = sys.gettrace, sys.getprofile
-loads, dumps, StringIO, deepcopy = json.loads, json.dumps, io.StringIO, copy.deepcopy
-redirect_stdout, redirect_stderr = contextlib.redirect_stdout, contextlib.redirect_stderr
-roots = (builtins, collections, copy, fractions, functools, itertools, math, operator, random, statistics)
-watched = {m.__name__: m for m in roots}
-watched.update((name, m) for name, m in list(sys.modules.items()) if name.split(".")[0] == "mha_lists")
-for m in list(watched.values()):  # and the modules mha_lists reads through a name (inspect, ...)
-    watched.update((v.__name__, v) for v in list(vars(m).values()) if isinstance(v, types.ModuleType))
-watched.pop("sys", None)
+loads, dumps, unpickle, b64decode = json.loads, json.dumps, pickle.loads, base64.b64decode
+quiet, quiet_err, StringIO = contextlib.redirect_stdout, contextlib.redirect_stderr, io.StringIO
+namespace = {"__name__": "__main__"}
 
-Function = types.FunctionType
-bookkeeping = {("mha_lists.core.attention", "_last_checked"), ("mha_lists.core.checks", "_inside")}
+def first_line(e):
+    try:
+        text = str(e).strip().splitlines()
+        return (type(e).__name__ + (": " + text[0][:300] if text else "")) or "an exception"
+    except BaseException:
+        return "an exception"
 
-def snapshot():
-    state = {}
-    for name, m in watched.items():
-        for key, value in list(vars(m).items()):
-            state[(name, key)] = value
-            table = type(value) in (dict, list, set) and name.split(".")[0] == "mha_lists"
-            if table and (name, key) not in bookkeeping:
-                state[(name, key + " (its contents)")] = value.copy()  # a table, changed in place
-            if isinstance(value, Function):  # its code, and that of the function its door wraps
-                state[(name, key + " (its code)")] = value.__code__
-                wrapped = vars(value).get("__wrapped__")
-                if isinstance(wrapped, Function):
-                    state[(name, key + " (its wrapped code)")] = wrapped.__code__
-            if isinstance(value, type) and value.__module__.split(".")[0] == "mha_lists":
-                for attr, member in list(vars(value).items()):
-                    state[(name, key + "." + attr)] = member
-    return state
-
-before = snapshot()
-namespace = {"__name__": "__main__", "__builtins__": builtins}  # the notebook's
-teacher = {"__name__": "__main__", "__builtins__": builtins}  # the checks', from the teacher's own cells
-set_up = set()  # the teacher's cells that have run in it
-
-def same(old, new):  # a dict may gain entries (a kind registered on import), not lose or change one
-    if type(old) is dict:
-        return all(key in new and new[key] is value for key, value in old.items())
-    return len(old) == len(new) and all(a is b for a, b in zip(old, new)) if type(old) is list else old == new
-
-def changed():
-    now = snapshot()
-    for (module, name), value in before.items():
-        new = now.get((module, name), changed)
-        if name.endswith(" (its contents)"):
-            if type(new) is not type(value) or not same(value, new):
-                return f"{name.split(' (')[0]} in {module} was changed"
-        elif new is not value:
-            return f"{name.split(' (')[0]} in {module} was replaced"
-    if gettrace() is not None or getprofile() is not None:
-        return "the notebook set a trace or profile function"
-    return None
-
-def on_copies(function):  # the learner's function, given copies: what it changes is its own
-    def answer(*args, **kwargs):
-        return function(*deepcopy(args), **deepcopy(kwargs))
-    return answer if callable(function) else function
-
-def check(cell):  # among the teacher's names, with the notebook's answers (its functions) put in
-    for index, source in cell["setup"]:
-        if index not in set_up:
-            set_up.add(index)
-            exec(compile(source, f"<teacher's cell {index}>", "exec"), teacher)
-    for name in cell["answers"]:
-        if name in namespace:
-            teacher[name] = on_copies(namespace[name])
-        else:
-            teacher.pop(name, None)
-    exec(compile(cell["source"], cell["name"], "exec"), teacher)
-
-broken = None
 while True:
     line = read()
     if not line:
         break
-    cell = loads(line)
-    error = None
-    try:
-        with redirect_stdout(StringIO()), redirect_stderr(StringIO()):
-            if cell["graded"]:
-                check(cell)
+    job = loads(line)
+    answer = {"nonce": job["nonce"]}
+    with quiet(StringIO()), quiet_err(StringIO()):
+        try:
+            if "call" in job:
+                if job["call"] not in namespace:
+                    raise NameError(f"name {job['call']!r} is not defined")
+                result = namespace[job["call"]](*unpickle(b64decode(job["args"])))
+                try:
+                    answer["result"] = loads(dumps(result))
+                except (TypeError, ValueError):
+                    answer["error"] = f"{job['call']} returned a {type(result).__name__}, not numbers and lists"
             else:
-                exec(compile(cell["source"], cell["name"], "exec"), namespace)
-    except BaseException as e:  # whatever it is called, an exception is an error (a class named "" too)
-        text = str(e).strip().splitlines()
-        error = (type(e).__name__ or "an exception with no name") + (": " + text[0][:300] if text else "")
-    broken = broken or changed()
-    write(dumps({"nonce": cell["nonce"], "error": (error or broken) if cell["graded"] else None}) + "\n")
+                exec(compile(job["source"], job["name"], "exec"), namespace)
+        except BaseException as e:
+            answer["error"] = first_line(e)
+    write(dumps(answer) + "\n")
     flush()
 """
-# The command that starts it: the runner's code in globals of its own, built-ins copied.
-_START = ("import builtins\n"
-          f"exec(compile({_RUNNER!r}, '<grader>', 'exec'), "
-          "{'__builtins__': dict(vars(builtins)), '__name__': '<grader>'})")
+
+_CHECKER = r"""
+import base64, contextlib, hashlib, hmac, importlib, io, json, pickle, pkgutil, sys
+read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
+key = bytes.fromhex(read().strip())
+import mha_lists
+for found in pkgutil.walk_packages(mha_lists.__path__, "mha_lists."):  # all of it, before the learner's code runs
+    if not found.name.endswith("__main__"):
+        importlib.import_module(found.name)
+
+def send(body):
+    text = json.dumps(body, sort_keys=True)
+    write(json.dumps({"body": text, "mac": hmac.new(key, text.encode(), hashlib.sha256).hexdigest()}) + "\n")
+    flush()
+
+def receive():
+    line = read()
+    if not line:
+        raise SystemExit(0)
+    message = json.loads(line)
+    if not hmac.compare_digest(message["mac"], hmac.new(key, message["body"].encode(), hashlib.sha256).hexdigest()):
+        raise SystemExit("a line without the grader's key")
+    return json.loads(message["body"])
+
+class AnswerFailed(Exception):  # the learner's function raised, in the learner's process
+    pass
+
+def answer(name):  # what a check calls: the learner's function, in the learner's process
+    def call(*args):
+        send({"call": name, "args": base64.b64encode(pickle.dumps(args)).decode()})
+        reply = receive()
+        if "error" in reply:
+            raise AnswerFailed(reply["error"])
+        return reply["result"]
+    return call
+
+teacher = {"__name__": "__main__"}
+set_up = set()
+send({"ready": True})
+while True:
+    cell = receive()
+    error = None
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for index, source in cell["setup"]:
+                if index not in set_up:
+                    set_up.add(index)
+                    exec(compile(source, f"<teacher's cell {index}>", "exec"), teacher)
+            for name in cell["answers"]:
+                teacher[name] = answer(name)
+            exec(compile(cell["source"], cell["name"], "exec"), teacher)
+    except AnswerFailed as e:
+        error = str(e)
+    except Exception as e:
+        text = str(e).strip().splitlines()
+        error = type(e).__name__ + (": " + text[0][:300] if text else "")
+    send({"done": error})
+"""
 
 MAX_TIMEOUT = 3600
 
@@ -793,59 +663,152 @@ def _reason(error: str) -> str:
     return error
 
 
+class _Stopped(Exception):
+    """Why the grading of a notebook ended before its last cell."""
+
+
+class _Process:
+    """A Python started with ``code``, spoken to in lines of JSON, each answer awaited until ``deadline``."""
+
+    def __init__(self, code: str, folder: str, env: dict, deadline: float, timeout: float, who: str) -> None:
+        self.deadline, self.timeout, self.who = deadline, timeout, who
+        self.stderr = open(pathlib.Path(folder) / f"{who}.stderr", "w+", encoding="utf-8", errors="replace")
+        self.child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self.stderr, cwd=folder, env=env, text=True, encoding="utf-8",
+                                      errors="replace")
+        self.lines: queue.Queue = queue.Queue()  # its lines, then None when its stdout closes
+        self.reader = threading.Thread(target=lambda: [*map(self.lines.put, self.child.stdout), self.lines.put(None)],
+                                       daemon=True)
+        self.reader.start()
+
+    def send(self, body: dict) -> None:
+        try:
+            self.child.stdin.write(json.dumps(body) + "\n")
+            self.child.stdin.flush()
+        except OSError:  # it has gone; the next line says so
+            pass
+
+    def line(self) -> dict:
+        try:
+            line = self.lines.get(timeout=max(0.0, self.deadline - time.monotonic()))
+        except queue.Empty:
+            raise _Stopped(f"the notebook ran longer than the time limit ({self.timeout:g} s)") from None
+        if line is None:
+            self.child.wait()
+            self.stderr.seek(0)
+            last = (self.stderr.read().strip().splitlines() or [f"exit code {self.child.returncode}"])[-1]
+            raise _Stopped(f"the notebook stopped the {self.who} ({last[:200]})")
+        try:
+            body = json.loads(line)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise _Stopped(f"the {self.who}'s channel was written to (its answers can no longer be trusted)")
+        return body
+
+    def close(self) -> None:
+        self.child.kill()  # nothing the notebook left behind runs after the last cell
+        self.child.wait()
+        self.reader.join(timeout=10)
+        for pipe in (self.child.stdin, self.child.stdout, self.stderr):
+            try:
+                pipe.close()
+            except OSError:  # stdin's last write never reached the killed process
+                pass
+
+
+class _Checker(_Process):
+    """The checker's process: every line both ways carries an HMAC under a key it got first."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.key = secrets.token_bytes(32)
+        self.child.stdin.write(self.key.hex() + "\n")
+        self.child.stdin.flush()
+
+    def _mac(self, text: str) -> str:
+        return hmac.new(self.key, text.encode(), hashlib.sha256).hexdigest()
+
+    def send(self, body: dict) -> None:
+        text = json.dumps(body, sort_keys=True)
+        super().send({"body": text, "mac": self._mac(text)})
+
+    def line(self) -> dict:
+        message = super().line()
+        text, mac = message.get("body"), message.get("mac")
+        if not (isinstance(text, str) and isinstance(mac, str) and hmac.compare_digest(mac, self._mac(text))):
+            raise _Stopped("the checker's channel was written to (its answers can no longer be trusted)")
+        return json.loads(text)
+
+
+def _ask(learner: _Process, job: dict) -> dict:
+    """Send the learner's process a job; its answer, which must carry the job's nonce."""
+    nonce = secrets.token_hex(16)
+    learner.send({**job, "nonce": nonce})
+    answer = learner.line()
+    if answer.get("nonce") != nonce:
+        raise _Stopped("the notebook wrote to the grader's channel (its answers can no longer be trusted)")
+    return answer
+
+
+def _package_files() -> dict[str, bytes]:
+    """The package's source files and a digest of each: what a checker imports."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    return {str(path.relative_to(root.parent)): hashlib.sha256(path.read_bytes()).digest()
+            for path in sorted(root.rglob("*.py"))}
+
+
+def _changed_files(before: dict[str, bytes]) -> list[str]:
+    now = _package_files()
+    return sorted(name for name in set(before) | set(now) if before.get(name) != now.get(name))
+
+
 def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], Optional[str]]:
-    """Run code cells in a fresh Python, one at a time; ({grade_id: error or None}, why it stopped early or None)."""
+    """Run a notebook's cells, the learner's and the checks, each in its own process; one cell at a time.
+
+    Returns ({grade_id: error or None}, why it stopped early or None).
+    """
     package_root = str(pathlib.Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
                PYTHONHASHSEED="0")
     deadline = time.monotonic() + timeout
     ran: dict[str, Optional[str]] = {}
     stopped = None
-    with tempfile.TemporaryDirectory(prefix="mha-score-") as folder, \
-            open(pathlib.Path(folder) / "stderr.txt", "w+", encoding="utf-8", errors="replace") as stderr:
-        child = subprocess.Popen([sys.executable, "-c", _START], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=stderr, cwd=folder, env=env, text=True, encoding="utf-8", errors="replace")
-        replies: queue.Queue = queue.Queue()  # the child's lines, then None when its stdout closes
-        reader = threading.Thread(target=lambda: [*map(replies.put, child.stdout), replies.put(None)], daemon=True)
-        reader.start()
+    files = _package_files()
+    with tempfile.TemporaryDirectory(prefix="mha-score-") as folder:
+        processes: list[_Process] = []
         try:
-            for n, (source, grade_id, setup, answers) in enumerate(cells):
-                nonce = secrets.token_hex(16)
-                try:
-                    child.stdin.write(json.dumps({"source": source, "name": f"<cell {n}>", "nonce": nonce,
-                                                  "graded": grade_id is not None, "setup": list(setup),
-                                                  "answers": list(answers)}) + "\n")
-                    child.stdin.flush()
-                    line = replies.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    stopped = f"the notebook ran longer than the time limit ({timeout:g} s)"
-                    break
-                except OSError:  # the process is gone: its stdin is closed
-                    line = None
-                if line is None:
-                    child.wait()
-                    stderr.seek(0)
-                    last = (stderr.read().strip().splitlines() or [f"exit code {child.returncode}"])[-1]
-                    stopped = f"the notebook stopped the grader ({last[:200]})"
-                    break
-                try:
-                    answer = json.loads(line)
-                except ValueError:
-                    answer = None
-                if not isinstance(answer, dict) or answer.get("nonce") != nonce:
-                    stopped = "the notebook wrote to the grader's channel (its answers can no longer be trusted)"
-                    break
-                if grade_id is not None:
-                    ran[grade_id] = answer.get("error") if isinstance(answer.get("error"), str) else None
+            checker = _Checker(_CHECKER, folder, env, deadline, timeout, "checker")
+            processes.append(checker)
+            if checker.line() != {"ready": True}:  # the package is imported before the learner's code starts
+                raise _Stopped("the checker did not start")
+            learner = _Process(_LEARNER, folder, env, deadline, timeout, "grader")
+            processes.append(learner)
+            for n, cell in enumerate(cells):
+                if cell.grade_id is None:
+                    _ask(learner, {"source": cell.source, "name": f"<cell {n}>"})
+                    continue
+                checker.send({"source": cell.source, "name": f"<cell {n}>", "setup": list(cell.setup),
+                              "answers": list(cell.answers)})
+                while True:
+                    body = checker.line()
+                    if "done" in body:
+                        ran[cell.grade_id] = body["done"] if isinstance(body["done"], str) else None
+                        break
+                    answer = _ask(learner, {"call": body.get("call"), "args": body.get("args")})
+                    error = answer.get("error")
+                    if "result" in answer and error is None:
+                        checker.send({"result": answer["result"]})
+                    else:
+                        checker.send({"error": error if isinstance(error, str) and error else "an exception"})
+        except _Stopped as e:
+            stopped = str(e)
         finally:
-            child.kill()  # nothing the notebook left behind runs after the last cell
-            child.wait()
-            reader.join(timeout=10)
-            for pipe in (child.stdin, child.stdout):
-                try:
-                    pipe.close()
-                except OSError:  # stdin's last write never reached the killed process
-                    pass
+            for process in processes:
+                process.close()
+    changed = _changed_files(files)
+    if changed:  # the checks ran on what was imported first, but what comes next would not
+        return {}, f"the notebook changed the package's files ({', '.join(changed[:3])}): grade nothing after it"
     return ran, stopped
 
 
@@ -874,11 +837,10 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
     """Grade notebook ``nb`` against the teacher's: check cells as handed out, then run with hidden tests.
 
     Every code cell of ``nb`` runs in order in a fresh Python (its stored outputs are ignored);
-    each check cell runs as the teacher wrote it, hidden tests included. A check cell earns its
-    points if ``tampering`` finds nothing wrong with it and it runs without an error. Nothing
-    runs when one of the learner's own cells does what a submission may not (``_screen``:
-    import beyond ``ALLOWED_IMPORTS``, use ``FORBIDDEN_NAMES`` or names with two leading
-    underscores, change something it imported); every check says why.
+    each check cell runs as the teacher wrote it, hidden tests included, in a Python of its own
+    that calls the learner's functions through the grader (see the module's docstring). A check
+    cell earns its points if ``tampering`` finds nothing wrong with it and it runs without an
+    error.
     """
     graded = _graded(teacher)
     theirs = {grade_id: teacher["cells"][n] for n, grade_id in graded}
@@ -893,8 +855,7 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
             seen.add(grade_id)
         elif cell["cell_type"] == "code":
             cells.append(_Cell(_source(cell)))
-    problem = _screen(nb, set(theirs))
-    ran, stopped = _run(cells, timeout) if problem is None else ({}, problem)
+    ran, stopped = _run(cells, timeout)
     earned, possible, failed = 0, 0, {}
     for n, grade_id in graded:
         points = _nbgrader(teacher["cells"][n]).get("points", 0)
@@ -970,7 +931,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             read.append((path, (nb, read_notebook(teacher_path))))
         except (OSError, ValueError) as e:
             read.append((path, e))
+    files = _package_files()
     for path, notebooks in read:
+        if _changed_files(files):
+            parser.error(f"{path}: not graded, nor what follows: an earlier notebook changed the package's files")
         try:
             if isinstance(notebooks, Exception):
                 raise notebooks
