@@ -549,15 +549,11 @@ def _checks(teacher: dict) -> dict[str, _Cell]:
             setup.append((n, _source(cell)))
     return checks
 
-# Runs in a fresh interpreter, one cell at a time: it reads a cell as a line of JSON on stdin
-# ({"source", "name", "graded", "nonce", "setup", "answers"}), runs it with its output swallowed,
-# and answers on stdout with one line, {"nonce", "error"}. A learner's cell runs in the
-# notebook's namespace. A check runs in a namespace of the teacher's: the teacher's own setup
-# cells ("setup", as handed out, not as the notebook has them), and of the notebook only its
-# answers, the functions the solution cells define ("answers"). So a notebook that rebinds
-# softmax, range or math changes its own functions, never what a check compares them with. The grader sends the next
-# cell only after that answer, with a new nonce, so nothing a cell leaves behind (an atexit
-# hook, a thread) can answer for a later one, and the grader stops the process after the last.
+
+# The learner's process: reads a job as a line of JSON on stdin, a cell to run in the notebook's
+# namespace ({"source", "name", "nonce"}) or a call of one of its functions ({"call", "args" as
+# a base64 pickle, "nonce"}), and answers with one line, {"nonce", "result" or "error"}; its
+# output is swallowed. Whatever it answers is the learner's, and only read as data.
 _LEARNER = r"""
 import base64, contextlib, io, json, pickle, sys
 read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
@@ -596,6 +592,9 @@ while True:
     flush()
 """
 
+# The checker's process: first the key, then the package imported; then, per check, the teacher's
+# setup cells above it (once each) and the check, with each of the learner's functions replaced
+# by a call through the grader. Its lines, both ways, are {"body", "mac"}.
 _CHECKER = r"""
 import base64, contextlib, hashlib, hmac, importlib, io, json, pickle, pkgutil, sys
 read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
