@@ -457,6 +457,13 @@ def test_a_notebook_that_changes_the_packages_files_stops_the_grading(tmp_path):
     assert f"error: in/{named('03').name}: not graded, nor what follows" in result.stderr
 
 
+def test_the_checker_reads_no_site_packages_and_no_environment():
+    # A .pth or sitecustomize file a notebook wrote would otherwise run in the next checker.
+    check = _Cell("import sys\nassert sys.flags.isolated and sys.flags.no_site\n"
+                  "assert not any('site-packages' in p for p in sys.path)", "x")
+    assert _run([check], 60) == ({"x": None}, None)
+
+
 def test_exploring_in_a_cell_of_ones_own_costs_nothing():
     # What a learner might type in a scratch cell; none of it touches the grading.
     scratch = ("from typing import List\nimport copy, time\nfrom math import *\nfrom mha_lists import *\n"

@@ -38,9 +38,10 @@ and nothing a notebook does to its own process (rebinding ``softmax``, patching 
 walking frames, an exit hook, a thread) reaches a check. The cells run one at a time, each
 answer carrying the nonce its request was sent with, and every line between the grader and the
 checker carries an HMAC under a key the checker got before the learner's process existed.
-``score`` on the command line reads every file before it runs any notebook, and a notebook that
-changes the package's files (what the next checker would import) gets nothing, nor does any
-notebook after it.
+The checker starts isolated and without site-packages (``-I -S``), so a ``.pth`` or
+``sitecustomize`` file a notebook writes cannot run in it. ``score`` on the command line reads
+every file before it runs any notebook, and a notebook that changes the package's files (what
+the next checker would import) gets nothing, nor does any notebook after it.
 
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
 found, a folder, not JSON, not a notebook, no teacher's notebook of that name). Each such file
@@ -669,10 +670,10 @@ class _Stopped(Exception):
 class _Process:
     """A Python started with ``code``, spoken to in lines of JSON, each answer awaited until ``deadline``."""
 
-    def __init__(self, code: str, folder: str, env: dict, deadline: float, timeout: float, who: str) -> None:
+    def __init__(self, command: list[str], folder: str, env: dict, deadline: float, timeout: float, who: str) -> None:
         self.deadline, self.timeout, self.who = deadline, timeout, who
         self.stderr = open(pathlib.Path(folder) / f"{who}.stderr", "w+", encoding="utf-8", errors="replace")
-        self.child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self.stderr, cwd=folder, env=env, text=True, encoding="utf-8",
                                       errors="replace")
         self.lines: queue.Queue = queue.Queue()  # its lines, then None when its stdout closes
@@ -770,6 +771,11 @@ def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], 
     package_root = str(pathlib.Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
                PYTHONHASHSEED="0")
+    # The checker needs nothing but the standard library and the package: isolated (-I: no
+    # environment variables, no user site, not the current folder) and without site-packages
+    # (-S), so no .pth or sitecustomize file a notebook might write can run in a later checker.
+    checker_command = [sys.executable, "-I", "-S", "-c",
+                       f"import sys\nsys.path.insert(0, {package_root!r})\n{_CHECKER}"]
     deadline = time.monotonic() + timeout
     ran: dict[str, Optional[str]] = {}
     stopped = None
@@ -777,11 +783,11 @@ def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], 
     with tempfile.TemporaryDirectory(prefix="mha-score-") as folder:
         processes: list[_Process] = []
         try:
-            checker = _Checker(_CHECKER, folder, env, deadline, timeout, "checker")
+            checker = _Checker(checker_command, folder, env, deadline, timeout, "checker")
             processes.append(checker)
             if checker.line() != {"ready": True}:  # the package is imported before the learner's code starts
                 raise _Stopped("the checker did not start")
-            learner = _Process(_LEARNER, folder, env, deadline, timeout, "grader")
+            learner = _Process([sys.executable, "-c", _LEARNER], folder, env, deadline, timeout, "grader")
             processes.append(learner)
             for n, cell in enumerate(cells):
                 if cell.grade_id is None:
