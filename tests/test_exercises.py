@@ -19,6 +19,7 @@ import pytest
 from mha_lists import attention_trace, running_example, softmax
 from mha_lists.tools.exercises import (CODE_STUB, CheckFailed, NotebookError, check_close, read_notebook, score,
                                        student_copy, tampering, write_student_copies)
+from mha_lists.tools import exercises as exercises_module
 from mha_lists.tools.exercises import _Cell, _clear_hidden, _run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -462,6 +463,43 @@ def test_the_checker_reads_no_site_packages_and_no_environment():
     check = _Cell("import sys\nassert sys.flags.isolated and sys.flags.no_site\n"
                   "assert not any('site-packages' in p for p in sys.path)", "x")
     assert _run([check], 60) == ({"x": None}, None)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_the_checkers_memory_and_pipes_are_closed_to_the_users_other_processes():
+    check = _Cell("import ctypes\nassert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE", "x")
+    assert _run([check], 60) == ({"x": None}, None)
+
+
+def test_a_checker_line_played_again_is_refused():
+    # A line with the right key but out of turn (one read from the pipe earlier, say) stops the grading.
+    checker = object.__new__(exercises_module._Checker)
+    checker.key, checker.seq, checker.deadline, checker.timeout, checker.who = b"k" * 32, 5, math.inf, 60, "checker"
+    checker.lines = __import__("queue").Queue()
+    for seq in (5, 5):
+        text = json.dumps({"done": None, "seq": seq}, sort_keys=True)
+        checker.lines.put(json.dumps({"body": text, "mac": checker._mac(text)}) + "\n")
+    assert checker.line() == {"done": None}
+    with pytest.raises(exercises_module._Stopped, match="a line out of turn"):
+        checker.line()
+
+
+def test_a_module_written_beside_the_package_is_not_imported_by_the_checker(tmp_path):
+    # Found by red-teaming: a json.py beside mha_lists/ was the next checkers' json, and signed
+    # every check as passed. The package's folder now comes after the standard library's.
+    shutil.copytree(ROOT / "mha_lists", tmp_path / "mha_lists", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "notebooks" / "exercises", tmp_path / "notebooks" / "exercises")
+    (tmp_path / "json.py").write_text(
+        "import sys\nhere = sys.path.pop(next(i for i, p in enumerate(sys.path) if p.endswith(%r)))\n"
+        "me = sys.modules.pop('json')\nimport json as real\nsys.modules['json'] = me\nsys.path.append(here)\n"
+        "loads, JSONDecodeError = real.loads, real.JSONDecodeError\n"
+        "def dumps(obj, **kwargs):\n    if isinstance(obj, dict) and 'done' in obj:\n"
+        "        obj = {**obj, 'done': None}\n    return real.dumps(obj, **kwargs)\n" % tmp_path.name)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / named("04").name).write_text(json.dumps(student_copy(TEACHER_04)))
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", f"in/{named('04').name}"],
+                            cwd=tmp_path, capture_output=True, text=True, encoding="utf-8")
+    assert result.stdout.startswith(f"in/{named('04').name}: 0/4 points"), result.stdout + result.stderr
 
 
 def test_exploring_in_a_cell_of_ones_own_costs_nothing():

@@ -38,8 +38,11 @@ and nothing a notebook does to its own process (rebinding ``softmax``, patching 
 walking frames, an exit hook, a thread) reaches a check. The cells run one at a time, each
 answer carrying the nonce its request was sent with, and every line between the grader and the
 checker carries an HMAC under a key the checker got before the learner's process existed.
-The checker starts isolated and without site-packages (``-I -S``), so a ``.pth`` or
-``sitecustomize`` file a notebook writes cannot run in it. ``score`` on the command line reads
+Those lines are numbered, so none can be played again, and on Linux the checker closes its
+memory and pipes to the user's other processes (``PR_SET_DUMPABLE``). The checker starts
+isolated and without site-packages (``-I -S``), with the package's folder after the standard
+library's, so a ``.pth`` file, a ``sitecustomize`` or a ``json.py`` a notebook writes cannot
+run in it. ``score`` on the command line reads
 every file before it runs any notebook, and a notebook that changes the package's files (what
 the next checker would import) gets nothing, nor does any notebook after it.
 
@@ -64,7 +67,8 @@ score(nb, teacher, timeout)            Score(earned, possible, failed): runs the
 =====================================  =======================================================
 
 The limit: both processes run as the user who runs ``score``, so the learner's code can reach
-what that user can (files, other processes). For an exam, run ``score`` as a user who cannot
+what that user can: files, and as root (or where ptrace is not restricted) even the checker's
+memory. For an exam, run ``score`` as a user who cannot
 write the course's files, or in a container, as nbgrader advises. A learner can also compute an
 answer with ``mha_lists`` itself instead of writing it, which only reading the solution cells
 shows.
@@ -598,15 +602,22 @@ while True:
 # by a call through the grader. Its lines, both ways, are {"body", "mac"}.
 _CHECKER = r"""
 import base64, contextlib, hashlib, hmac, importlib, io, json, pickle, pkgutil, sys
+try:  # Linux: /proc/<pid>/mem and /proc/<pid>/fd of this process closed to the user's other processes
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+except Exception:
+    pass
 read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
 key = bytes.fromhex(read().strip())
+seq = [0]  # every line, both ways, numbered: a line cannot be played again
 import mha_lists
 for found in pkgutil.walk_packages(mha_lists.__path__, "mha_lists."):  # all of it, before the learner's code runs
     if not found.name.endswith("__main__"):
         importlib.import_module(found.name)
 
 def send(body):
-    text = json.dumps(body, sort_keys=True)
+    text = json.dumps({**body, "seq": seq[0]}, sort_keys=True)
+    seq[0] += 1
     write(json.dumps({"body": text, "mac": hmac.new(key, text.encode(), hashlib.sha256).hexdigest()}) + "\n")
     flush()
 
@@ -617,7 +628,11 @@ def receive():
     message = json.loads(line)
     if not hmac.compare_digest(message["mac"], hmac.new(key, message["body"].encode(), hashlib.sha256).hexdigest()):
         raise SystemExit("a line without the grader's key")
-    return json.loads(message["body"])
+    body = json.loads(message["body"])
+    if body.pop("seq", None) != seq[0]:
+        raise SystemExit("a line out of turn")
+    seq[0] += 1
+    return body
 
 class AnswerFailed(Exception):  # the learner's function raised, in the learner's process
     pass
@@ -722,6 +737,7 @@ class _Checker(_Process):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
+        self.seq = 0  # every line, both ways, numbered: a line cannot be played again
         self.key = secrets.token_bytes(32)
         self.child.stdin.write(self.key.hex() + "\n")
         self.child.stdin.flush()
@@ -730,7 +746,8 @@ class _Checker(_Process):
         return hmac.new(self.key, text.encode(), hashlib.sha256).hexdigest()
 
     def send(self, body: dict) -> None:
-        text = json.dumps(body, sort_keys=True)
+        text = json.dumps({**body, "seq": self.seq}, sort_keys=True)
+        self.seq += 1
         super().send({"body": text, "mac": self._mac(text)})
 
     def line(self) -> dict:
@@ -738,7 +755,11 @@ class _Checker(_Process):
         text, mac = message.get("body"), message.get("mac")
         if not (isinstance(text, str) and isinstance(mac, str) and hmac.compare_digest(mac, self._mac(text))):
             raise _Stopped("the checker's channel was written to (its answers can no longer be trusted)")
-        return json.loads(text)
+        body = json.loads(text)
+        if body.pop("seq", None) != self.seq:
+            raise _Stopped("the checker's channel was written to (a line out of turn)")
+        self.seq += 1
+        return body
 
 
 def _ask(learner: _Process, job: dict) -> dict:
@@ -773,9 +794,10 @@ def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], 
                PYTHONHASHSEED="0")
     # The checker needs nothing but the standard library and the package: isolated (-I: no
     # environment variables, no user site, not the current folder) and without site-packages
-    # (-S), so no .pth or sitecustomize file a notebook might write can run in a later checker.
+    # (-S), so no .pth or sitecustomize file a notebook might write can run in a later checker;
+    # the package's folder comes after the standard library's, so a json.py beside it is not json.
     checker_command = [sys.executable, "-I", "-S", "-c",
-                       f"import sys\nsys.path.insert(0, {package_root!r})\n{_CHECKER}"]
+                       f"import sys\nsys.path.append({package_root!r})\n{_CHECKER}"]
     deadline = time.monotonic() + timeout
     ran: dict[str, Optional[str]] = {}
     stopped = None
