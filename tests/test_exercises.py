@@ -465,6 +465,22 @@ def test_the_checker_reads_no_site_packages_and_no_environment():
     assert _run([check], 60) == ({"x": None}, None)
 
 
+def test_a_notebook_that_changes_the_teachers_notebooks_stops_the_grading(tmp_path):
+    # Every file is read before any notebook runs, so the next notebook is graded against the
+    # teacher's notebook as it was; but the folder is changed for the next run, so nothing more runs.
+    shutil.copytree(ROOT / "notebooks" / "exercises", tmp_path / "teacher")
+    change = code_cell(f"import pathlib\np = pathlib.Path({str(tmp_path / 'teacher' / named('03').name)!r})\n"
+                       "p.write_text(p.read_text().replace('check_close(', 'print('))")
+    (tmp_path / named("04").name).write_text(json.dumps(tampered(insert_before("04_my_softmax_check", change))))
+    shutil.copy(named("03"), tmp_path / named("03").name)
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", "--source",
+                             str(tmp_path / "teacher"), named("04").name, named("03").name], cwd=tmp_path,
+                            capture_output=True, text=True, encoding="utf-8")
+    assert result.returncode == 2 and f"{named('04').name}: 4/4 points" in result.stdout
+    assert f"error: {named('03').name}: not graded, nor what follows: an earlier notebook changed the teacher's" \
+        in result.stderr
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
 def test_the_checkers_memory_and_pipes_are_closed_to_the_users_other_processes():
     check = _Cell("import ctypes\nassert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE", "x")

@@ -959,9 +959,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         except (OSError, ValueError) as e:
             read.append((path, e))
     files = _package_files()
+    teachers = sorted({args.source / path.name for path, notebooks in read if not isinstance(notebooks, Exception)})
+    digests = [hashlib.sha256(path.read_bytes()).digest() for path in teachers]
     for path, notebooks in read:
         if _changed_files(files):
             parser.error(f"{path}: not graded, nor what follows: an earlier notebook changed the package's files")
+        if [hashlib.sha256(p.read_bytes()).digest() if p.is_file() else b"" for p in teachers] != digests:
+            parser.error(f"{path}: not graded, nor what follows: an earlier notebook changed the teacher's notebooks "
+                         f"in {args.source} (restore them before grading again)")
         try:
             if isinstance(notebooks, Exception):
                 raise notebooks
