@@ -42,9 +42,9 @@ Those lines are numbered, so none can be played again, and on Linux the checker 
 memory and pipes to the user's other processes (``PR_SET_DUMPABLE``). The checker starts
 isolated and without site-packages (``-I -S``), with the package's folder after the standard
 library's, so a ``.pth`` file, a ``sitecustomize`` or a ``json.py`` a notebook writes cannot
-run in it. ``score`` on the command line reads
-every file before it runs any notebook, and a notebook that changes the package's files (what
-the next checker would import) gets nothing, nor does any notebook after it.
+run in it. ``score`` on the command line reads every file before it runs any notebook. A
+notebook that changes the package's files (what the next checker would import) gets nothing,
+and no notebook after it is graded; nor any after one that changes the teacher's notebooks.
 
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
 found, a folder, not JSON, not a notebook, no teacher's notebook of that name). Each such file
