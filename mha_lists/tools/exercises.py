@@ -23,10 +23,11 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
    into another cell type, moved away from its exercise, or whose source differs by one
    character, is worth 0 points, with that reason (nbgrader's checksums catch the same);
 2. it runs the notebook's code cells top to bottom in a fresh Python process (plain Python: a
-   line of IPython magic is a SyntaxError in its own cell), the check cells replaced by the
-   teacher's (hidden tests included); outputs stored in the file are ignored;
-3. a check cell earns its points when it runs without an error and nothing the checks rely on
-   was replaced. Anything else is 0 points, with the error's first line as the reason.
+   line of IPython magic is a SyntaxError in its own cell), and in place of each check cell the
+   teacher's (hidden tests included), in a second process (below); outputs stored in the file
+   are ignored;
+3. a check cell earns its points when it runs without an error. Anything else is 0 points, with
+   the error's first line as the reason.
 
 The learner's code and the checks never share a process. The notebook's cells run in one
 Python; the teacher's setup cells (as the teacher wrote them) and checks run in another, started
