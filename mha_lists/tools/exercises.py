@@ -773,11 +773,15 @@ def _ask(learner: _Process, job: dict) -> dict:
     return answer
 
 
+def _digest(path: pathlib.Path) -> bytes:
+    """A file's SHA-256, or b"" when it is gone: how a run notices a file a notebook changed."""
+    return hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b""
+
+
 def _package_files() -> dict[str, bytes]:
     """The package's source files and a digest of each: what a checker imports."""
     root = pathlib.Path(__file__).resolve().parents[1]
-    return {str(path.relative_to(root.parent)): hashlib.sha256(path.read_bytes()).digest()
-            for path in sorted(root.rglob("*.py"))}
+    return {str(path.relative_to(root.parent)): _digest(path) for path in sorted(root.rglob("*.py"))}
 
 
 def _changed_files(before: dict[str, bytes]) -> list[str]:
@@ -961,11 +965,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             read.append((path, e))
     files = _package_files()
     teachers = sorted({args.source / path.name for path, notebooks in read if not isinstance(notebooks, Exception)})
-    digests = [hashlib.sha256(path.read_bytes()).digest() for path in teachers]
+    digests = [_digest(path) for path in teachers]
     for path, notebooks in read:
         if _changed_files(files):
             parser.error(f"{path}: not graded, nor what follows: an earlier notebook changed the package's files")
-        if [hashlib.sha256(p.read_bytes()).digest() if p.is_file() else b"" for p in teachers] != digests:
+        if [_digest(teacher) for teacher in teachers] != digests:
             parser.error(f"{path}: not graded, nor what follows: an earlier notebook changed the teacher's notebooks "
                          f"in {args.source} (restore them before grading again)")
         try:
