@@ -21,9 +21,11 @@ import pathlib
 import re
 
 import pytest
+from kernel_sockets import over_socket_files
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
+AsyncKernelManager = pytest.importorskip("jupyter_client").AsyncKernelManager
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Notebooks 18 and 19 (induction heads) build their own model from a sequence and Settings, not
@@ -90,19 +92,12 @@ def test_every_notebook_builds_its_example_in_one_place():
 
 
 def executed(nb, path):
-    """nb run top to bottom in a fresh kernel. If the kernel itself does not come up, start once
-    more: two kernels started at the same moment can draw the same free port (ZMQ's "Address
-    already in use", then "Kernel didn't respond in 60 seconds"), which says nothing of the notebook."""
-    for attempt in (1, 2):
-        run = copy.deepcopy(nb)
-        client = nbclient.NotebookClient(run, timeout=300, kernel_name="python3",
-                                         resources={"metadata": {"path": str(path.parent)}})
-        try:
-            client.execute()
-            return run
-        except RuntimeError as error:  # CellExecutionError is not one: a cell's error is the notebook's
-            if attempt == 2 or "Kernel didn't respond" not in str(error):
-                raise
+    """nb run top to bottom in a fresh kernel (over socket files: kernel_sockets.py)."""
+    run = copy.deepcopy(nb)
+    nbclient.NotebookClient(run, timeout=300, kernel_name="python3",
+                            kernel_manager_class=over_socket_files(AsyncKernelManager),
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    return run
 
 
 @pytest.mark.slow

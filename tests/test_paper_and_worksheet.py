@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from kernel_sockets import over_socket_files
 
 from mha_lists import attention_trace, softmax
 from mha_lists.teaching.paper import (
@@ -640,7 +641,8 @@ def test_notebook_00a_runs_and_checks_after_a_try_this_edit(edit):
     line = "tokens, features, x, weights = ex.tokens, ex.features, ex.x, ex.weights"
     assert line in cell.source
     cell.source = cell.source.replace(line, line + "\n" + edit)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+    manager = over_socket_files(pytest.importorskip("jupyter_client").AsyncKernelManager)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", kernel_manager_class=manager,
                             resources={"metadata": {"path": str(path.parent)}}).execute()
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert printed.count("True") >= 5 and "False" not in printed
