@@ -10,17 +10,29 @@ That says nothing about a notebook, and it has failed CI (33 cells of notebook 1
 Over socket files (ZMQ's ipc transport) each kernel binds paths in a new folder of its own, so
 no two kernels can meet. Where ipc is missing (Windows), kernels keep TCP.
 """
-import atexit
 import os
 import shutil
 import tempfile
 
-FOLDER = tempfile.mkdtemp(prefix="mha-kernels-")  # one per test process, gone when it ends
-atexit.register(shutil.rmtree, FOLDER, True)
+_FOLDER = []  # this process's folder of kernel folders, once a kernel has needed one
+
+
+def folder():
+    """This process's folder of kernel folders, made when first needed."""
+    if not _FOLDER:
+        _FOLDER.append(tempfile.mkdtemp(prefix="mha-kernels-"))
+    return _FOLDER[0]
+
+
+def remove_folder():
+    """Remove this process's folder, if it has one (conftest's pytest_unconfigure: a pytest-xdist
+    worker ends without running atexit hooks)."""
+    while _FOLDER:
+        shutil.rmtree(_FOLDER.pop(), ignore_errors=True)
 
 
 def over_socket_files(manager_class):
-    """A subclass of manager_class whose kernels bind socket files in a new folder under FOLDER
+    """A subclass of manager_class whose kernels bind socket files in a new folder under folder()
     (a short absolute path, the same for the kernel and its client, whatever their working folders);
     manager_class itself where ipc is missing."""
     import zmq
@@ -36,6 +48,6 @@ def over_socket_files(manager_class):
 
         @default("ip")
         def _a_folder_of_its_own(self):
-            return os.path.join(tempfile.mkdtemp(prefix="k", dir=FOLDER), "s")
+            return os.path.join(tempfile.mkdtemp(prefix="k", dir=folder()), "s")
 
     return SocketFileKernelManager

@@ -4,7 +4,7 @@ import os
 import pathlib
 
 import pytest
-from kernel_sockets import FOLDER
+from kernel_sockets import folder
 
 nbval_kernel = pytest.importorskip("nbval.kernel")
 zmq = pytest.importorskip("zmq")
@@ -19,7 +19,7 @@ def test_two_kernels_at_once_bind_socket_files_in_folders_of_their_own():
         infos = [kernel.km.get_connection_info() for kernel in kernels]
         assert [info["transport"] for info in infos] == ["ipc", "ipc"]
         folders = [os.path.dirname(info["ip"]) for info in infos]
-        assert all(os.path.dirname(folder) == FOLDER for folder in folders) and folders[0] != folders[1]
+        assert all(os.path.dirname(one) == folder() for one in folders) and folders[0] != folders[1]
         for number, kernel in enumerate(kernels):  # the client (here) and the kernel (in notebooks/) meet
             reply = kernel.kc.execute_interactive(f"import os; print(6 * 7 + {number}, os.getcwd())", timeout=30)
             assert reply["content"]["status"] == "ok"
