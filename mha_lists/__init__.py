@@ -23,7 +23,8 @@ teaching/   around it: the examples the notebooks use and the topics beyond one 
             training.py, induction.py
 tools/      apart: commands, ``python -m mha_lists.tools.NAME``
             cli.py (``python -m mha_lists``), site.py, worksheet.py, exercises.py,
-            bench.py, induction.py
+            bench.py (also ``python -m mha_lists.bench``, by the top-level bench.py),
+            induction.py
 
 The names below are the ones the core notebooks use; everything else is imported
 from its file (``from mha_lists.teaching.strided import tensor``).

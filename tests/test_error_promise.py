@@ -578,7 +578,8 @@ def test_a_command_given_bad_input_prints_one_line_and_exits_2(command, main, ar
     assert command_problem(main, argv) is None, command_problem(main, argv)
 
 
-@pytest.mark.parametrize("module, argv", [("mha_lists", ["--heads", "0"]), ("mha_lists.tools.bench", ["--repeat", "0"])])
+@pytest.mark.parametrize("module, argv", [("mha_lists", ["--heads", "0"]), ("mha_lists.tools.bench", ["--repeat", "0"]),
+                                          ("mha_lists.bench", ["--repeat", "0"])])  # the charter's name for it
 def test_the_real_commands_print_one_line_and_exit_2(module, argv):
     done = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
