@@ -25,7 +25,8 @@ from typing import Any, Callable, NamedTuple
 
 import pytest
 
-from mha_lists import ShapeError
+from mha_lists import ShapeError, attention_backward, causal_mask, padding_mask, softmax, softmax_rows
+from mha_lists.core import gradients, softmax_and_masks
 from mha_lists.teaching import block, cost, decoding, display, example, paper, strided, torch_init, training, weights
 from mha_lists.teaching.decoding import KVCache
 from mha_lists.teaching.strided import Strided
@@ -43,7 +44,7 @@ HUGE = 10**9  # a size nobody means: it must be refused at once, not computed
 BAD_SIZES = [None, "2", 2.5, 2.0, 0, -1, True, [2], {}]
 # Arguments that are wrong for a real number that must be finite and positive.
 BAD_POSITIVE = [None, "1", NAN, INF, -INF, 0, -1.0, True, [1.0]]
-BAD_SEEDS = [None, "x", 1.5, True, [1]]
+BAD_SEEDS = [None, "x", 1.5, True, [1], 10**100, -10**5000]  # an int of over 4,300 digits cannot even be printed
 BAD_RNGS = [None, 0, "rng", random]
 BAD_MATRICES = [None, 5, "ab", [], [[]], [1, 2], [[1, 2], [3]], [[1, None]], [["a"]], [[NAN, 1.0]],
                 [[INF]], [[True, 1.0]], ({1: 2},), [[[1.0]]]]
@@ -431,6 +432,24 @@ for width in [0, -1, HUGE, None, "40", 2.5, True]:
     bad("BarChart", display.BarChart, ["a"], [1.0], width=width)
 
 
+# === core: sizes, ints too large for a float, results that overflow ===
+
+for n in [softmax_and_masks.MAX_MASK_SIDE + 1, HUGE, 10**400]:
+    bad("causal_mask", causal_mask, n)
+    bad("padding_mask", padding_mask, [1, 0], 0, num_queries=n)
+    bad("length_mask", softmax_and_masks.length_mask, 1, n)
+    bad("length_mask", softmax_and_masks.length_mask, 1, 2, num_queries=n)
+bad("length_mask", softmax_and_masks.length_mask, 10**400, 10**400)
+bad("padding_mask", padding_mask, [1] * (softmax_and_masks.MAX_MASK_SIDE + 1), 0)
+for big in [10**400, -10**400]:
+    bad("softmax", softmax, [big, 0.0])
+    bad("softmax_rows", softmax_rows, [[0.0, 1.0], [big, 0.0]])
+bad("entropy", softmax_and_masks.entropy, [1e308, 1e308])
+bad("softmax_backward", gradients.softmax_backward, [1e200, 1e200], [1e200, 1e200])
+bad("softmax_jacobian", gradients.softmax_jacobian, [1e155])
+bad("attention_backward", attention_backward, [[1e200, 1.0]], [[1e200, 1.0], [-1e200, 1.0]], [[1.0], [2.0]], [[1.0]])
+
+
 # === The sweep ===
 
 
@@ -442,6 +461,8 @@ def snapshot(obj: Any) -> Any:
         return (type(obj).__name__, [snapshot(item) for item in obj])
     if isinstance(obj, dict):
         return ("dict", [(snapshot(k), snapshot(v)) for k, v in obj.items()])
+    if type(obj) is int:
+        return obj  # compared as itself: repr refuses an int of over 4,300 digits
     return repr(obj)
 
 
@@ -483,6 +504,15 @@ GROUPS = sorted({case.name for case in CASES})
 def test_every_bad_call_gets_a_named_error_and_changes_nothing(name):
     failures = [f"{describe(case)}: {p}" for case in CASES if case.name == name for p in [problem(case)] if p]
     assert not failures, "\n".join(failures)
+
+
+def test_any_str_names_a_stream_and_the_streams_are_the_ones_they_were():
+    """derive_rng seeds with the name's UTF-8 bytes: the streams of the str itself, and a lone
+    surrogate (which UTF-8 cannot encode) is let through rather than raising UnicodeEncodeError."""
+    assert weights.derive_rng(42, "W_Q/head0").random() == random.Random("mha-lists/42/W_Q/head0").random()
+    odd = [weights.derive_rng(1, name).random() for name in ["\udcff", "a\udc80b", "\udcff"]]
+    assert odd[0] == odd[2] != odd[1]
+    assert example.embedding_table(2, 2, seed=0, name="\udcff") == example.embedding_table(2, 2, seed=0, name="\udcff")
 
 
 def test_the_sweep_is_wide():

@@ -27,6 +27,7 @@ mask T T_k                       rows of True/False, each row allowing some key
 weights                          an MHAWeights; names d_model, num_heads,
                                  num_kv_heads, d_k, d_v
 int, positive int                an int (not a bool); >= 1
+seed                             an int of at most 100 digits
 number, positive number          a finite int or float; > 0
 bool                             True or False
 str                              a str
@@ -187,6 +188,36 @@ def check_int(func: str, name: str, value: object) -> int:
     return value
 
 
+MAX_SEED_DIGITS = 100  # a seed is a name for a stream of draws; a longer one is a mistake
+
+
+def check_seed(func: str, name: str, value: object) -> int:
+    """Check a seed: an int (not a bool) of at most ``MAX_SEED_DIGITS`` digits; return it.
+
+    >>> check_seed("demo", "seed", 10**100)
+    Traceback (most recent call last):
+    ...
+    ValueError: demo: seed is an int of 101 digits; a seed is an int of at most 100 digits
+    """
+    check_int(func, name, value)
+    if not -10**MAX_SEED_DIGITS < value < 10**MAX_SEED_DIGITS:
+        raise ValueError(f"{func}: {name} is {quote_int(value)}; a seed is an int of at most {MAX_SEED_DIGITS} digits")
+    return value
+
+
+def quote_int(n: int) -> str:
+    """An int as a message shows it: in full up to 18 digits, else by its size (Python refuses to
+    write out an int of more than 4,300 digits, and nobody reads one).
+
+    >>> quote_int(4096), quote_int(-10**100)
+    ('4096', 'an int of 101 digits')
+    """
+    if -10**18 < n < 10**18:
+        return str(n)
+    digits = len(str(abs(n))) if n.bit_length() < 14_000 else f"about {round(n.bit_length() * math.log10(2)):,}"
+    return f"an int of {digits} digits"
+
+
 def check_str(func: str, name: str, value: object) -> str:
     """Check a text (a sentence, a name, a label); return it."""
     if not isinstance(value, str):
@@ -303,6 +334,7 @@ KINDS["matrices"] = _Kind(check_same_shapes, ("heads", "rows", "columns"))
 KINDS["finite matrices"] = _Kind(functools.partial(check_same_shapes, finite=True), ("heads", "rows", "columns"))
 KINDS["int"] = _Kind(check_int, ())
 KINDS["positive int"] = _Kind(check_positive_int, ())
+KINDS["seed"] = _Kind(check_seed, ())
 KINDS["number"] = _Kind(check_number, ())
 KINDS["positive number"] = _Kind(functools.partial(check_number, positive=True), ())
 KINDS["bool"] = _Kind(check_bool, ())

@@ -55,7 +55,7 @@ __all__ = ["softmax_backward", "softmax_jacobian", "column_sums", "attention_bac
 # === Small pieces ===
 
 
-@checked(p="finite vector n", dp="finite vector n",
+@checked(p="finite vector n", dp="finite vector n", finite_result=True,
          why={"n": "p has {expected} entries and dp has {value}; they must have the same length"})
 def softmax_backward(p: Vector, dp: Vector) -> Vector:
     """Gradient of one softmax row (n,): ds = p * (dp - p . dp), given p = softmax(s) and dp.
@@ -69,7 +69,7 @@ def softmax_backward(p: Vector, dp: Vector) -> Vector:
     return [p_j * (dp_j - p_dot_dp) for p_j, dp_j in zip(p, dp)]
 
 
-@checked(p="finite vector n")
+@checked(p="finite vector n", finite_result=True)
 def softmax_jacobian(p: Vector) -> Matrix:
     """The (n, n) Jacobian of softmax at p = softmax(s): entry [i][j] = d p_i / d s_j = p_i (δ_ij - p_j).
 
@@ -132,7 +132,8 @@ def _head_backward(Q: Matrix, K: Matrix, V: Matrix, A: Matrix, d_head: Matrix, *
 
 @checked(**dict(ONE_HEAD_CONTRACT, grad_out="finite matrix T d_v",
                 why=dict(ONE_HEAD_CONTRACT["why"], grad_out="{name} is {shape}; it must have the shape of the "
-                                                            "output, (queries, d_v) = {T}x{d_v}")))
+                                                            "output, (queries, d_v) = {T}x{d_v}"),
+                finite_result=lambda grads: grads[0] + grads[1] + grads[2]))
 def attention_backward(
     Q: Matrix,
     K: Matrix,
@@ -254,7 +255,12 @@ _BACKWARD = dict(LAYER_CONTRACT, grad_output="finite matrix T d_model", mask="op
                                                               "output, (T, d_model) = {T}x{d_model}"))
 
 
-@checked(**_BACKWARD, finite_result=lambda trace: trace.gradients.x)
+def _every_gradient(g: MHAGradients) -> Matrix:
+    """The rows of every gradient, for the door's finite check (the biases are column sums of these)."""
+    return g.x + (g.context or []) + g.W_O + [row for M in g.W_Q + g.W_K + g.W_V for row in M]
+
+
+@checked(**_BACKWARD, finite_result=lambda trace: _every_gradient(trace.gradients))
 def attention_backward_trace(
     x: Matrix,
     weights: MHAWeights,
@@ -276,7 +282,7 @@ def attention_backward_trace(
     return back._replace(forward=fwd)
 
 
-@checked(**_BACKWARD, finite_result=lambda gradients: gradients.x)
+@checked(**_BACKWARD, finite_result=_every_gradient)
 def multi_head_attention_backward(
     x: Matrix,
     weights: MHAWeights,

@@ -17,7 +17,7 @@ from itertools import chain
 from typing import Optional
 
 from .checks import (ShapeError, check_int, check_positive_int, check_rows, check_same_shapes, checked,
-                     describe, kind)
+                     describe, kind, quote_int)
 from .matrix import Matrix, Vector
 
 Mask = list[list[bool]]
@@ -26,6 +26,17 @@ __all__ = ["causal_mask", "padding_mask", "length_mask", "combine_masks", "softm
 
 
 # === Masks ===
+
+
+MAX_MASK_SIDE = 4096  # queries, and keys, of a mask made here: 4096 x 4096 is 16.8 million entries
+
+
+def _mask_sides(func: str, arguments: dict, sizes: dict) -> None:
+    for name in ("seq_len", "num_queries"):
+        n = arguments.get(name)
+        if n is not None and n > MAX_MASK_SIDE:
+            raise ValueError(f"{func}: {name} is {quote_int(n)}; a mask here has at most "
+                             f"{MAX_MASK_SIDE:,} queries and {MAX_MASK_SIDE:,} keys")
 
 
 @kind("mask", ("queries", "keys"))
@@ -64,7 +75,7 @@ def check_mask(func: str, name: str, mask: object, shape: Optional[tuple] = None
     return rows, cols
 
 
-@checked(seq_len="positive int")
+@checked(seq_len="positive int", also=_mask_sides)
 def causal_mask(seq_len: int) -> Mask:
     """(seq_len, seq_len) mask: query i may attend to key j when j <= i (no peeking ahead).
 
@@ -78,11 +89,14 @@ def _ids_and_pad(func: str, arguments: dict, sizes: dict) -> None:
     token_ids, pad_id = arguments["token_ids"], arguments["pad_id"]
     if not isinstance(token_ids, (list, tuple)) or len(token_ids) == 0:
         raise ShapeError(f"{func}: token_ids must be a non-empty list of ints")
+    if len(token_ids) > MAX_MASK_SIDE:
+        raise ValueError(f"{func}: token_ids has {len(token_ids):,} ids; a mask here has at most {MAX_MASK_SIDE:,} keys")
     for j, t in enumerate(token_ids):
         check_int(func, f"token_ids[{j}]", t)
     check_int(func, "pad_id", pad_id)
     if arguments["num_queries"] is not None:
         check_positive_int(func, "num_queries", arguments["num_queries"])
+    _mask_sides(func, arguments, sizes)
     if all(t == pad_id for t in token_ids):
         raise ValueError(f"{func}: every token id is the pad id {pad_id}; no key is left to attend to")
 
@@ -102,8 +116,9 @@ def padding_mask(token_ids: Sequence[int], pad_id: int, *, num_queries: Optional
 
 
 def _length_fits(func: str, arguments: dict, sizes: dict) -> None:
+    _mask_sides(func, arguments, sizes)
     if arguments["length"] > arguments["seq_len"]:
-        raise ValueError(f"{func}: length {arguments['length']} is longer than seq_len {arguments['seq_len']}")
+        raise ValueError(f"{func}: length {quote_int(arguments['length'])} is longer than seq_len {arguments['seq_len']}")
 
 
 @checked(length="positive int", seq_len="positive int", num_queries="optional positive int", also=_length_fits)
@@ -156,7 +171,12 @@ def _scores(func: str, rows: Sequence[Sequence[float]], name: str) -> None:
     for i, row in enumerate(rows):
         where = f"row {i}: " if name == "M" else ""
         for j, x in enumerate(row):
-            if math.isnan(x) or x == math.inf:
+            try:
+                bad = math.isnan(x) or x == math.inf
+            except OverflowError:  # an int too large for a float
+                raise ValueError(f"{func}: {where}entry {j} is {quote_int(x)}, too large for a float; "
+                                 "scores must be finite numbers or -inf (masked)") from None
+            if bad:
                 raise ValueError(f"{func}: {where}entry {j} is {x}; scores must be finite numbers or -inf (masked)")
         if max(row) == -math.inf:
             raise ValueError(
@@ -201,7 +221,7 @@ def _weights_not_negative(func: str, arguments: dict, sizes: dict) -> None:
         raise ValueError(f"{func}: p has the negative entry {min(arguments['p'])}; weights must be >= 0")
 
 
-@checked(p="finite vector n", also=_weights_not_negative)
+@checked(p="finite vector n", also=_weights_not_negative, finite_result=True)
 def entropy(p: Vector) -> float:
     """Entropy -sum p log p of a row of attention weights (n,), in nats (0 log 0 counts as 0).
 

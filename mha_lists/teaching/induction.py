@@ -59,7 +59,7 @@ from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights
 from ..core.checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_same_shapes,
-                           check_vector, checked, kind)
+                           check_seed, check_vector, checked, kind)
 from ..core.gradients import attention_backward
 from ..core.matrix import Matrix, add, concat_heads, matmul, scale, split_heads, transpose
 from ..core.softmax_and_masks import apply_mask, causal_mask, softmax_rows
@@ -324,7 +324,7 @@ def check_settings(func: str, settings: object) -> Settings:
         raise ShapeError(f"{func}: d_model {s.d_model} is not divisible by num_heads {s.num_heads}")
     _check_run_lengths(func, s.min_len, s.max_len, s.vocab_size)
     check_number(func, "lr", s.lr, positive=True)
-    check_int(func, "seed", s.seed)
+    check_seed(func, "seed", s.seed)
     return s
 
 

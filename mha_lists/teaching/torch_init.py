@@ -132,7 +132,7 @@ def _mha_rules(func: str, arguments: dict, sizes: dict) -> None:
         )
 
 
-@checked(d_model="positive int", num_heads="positive int", seed="int", bias="bool", also=_mha_rules)
+@checked(d_model="positive int", num_heads="positive int", seed="seed", bias="bool", also=_mha_rules)
 def torch_mha_weights(d_model: int, num_heads: int, *, seed: int, bias: bool = False) -> MHAWeights:
     """MHAWeights drawn as ``nn.MultiheadAttention(d_model, num_heads, bias=bias)`` draws them.
 

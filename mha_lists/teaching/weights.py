@@ -20,7 +20,7 @@ import random
 from typing import Optional
 
 from ..core.attention import MHAWeights
-from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_int, check_number, check_positive_int,
+from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_number, check_positive_int, check_seed,
                            checked, kind)
 from ..core.matrix import Matrix
 
@@ -70,7 +70,7 @@ def _check_std_kind(func: str, name: str, std: object, expected: tuple = ()) -> 
     return check_std(func, name, std)
 
 
-@checked(seed="int", name="str")
+@checked(seed="seed", name="str")
 def derive_rng(seed: int, name: str) -> random.Random:
     """A generator of its own for one named thing, e.g. ``derive_rng(42, "W_Q/head0")``.
 
@@ -80,7 +80,8 @@ def derive_rng(seed: int, name: str) -> random.Random:
     >>> derive_rng(42, "x").random() == derive_rng(42, "x").random()
     True
     """
-    return random.Random(f"mha-lists/{seed}/{name}")
+    # As bytes, the same stream as the str itself; "surrogatepass" lets any str in, even a lone surrogate.
+    return random.Random(f"mha-lists/{seed}/{name}".encode("utf-8", "surrogatepass"))
 
 
 # === Drawing weights ===
@@ -140,7 +141,7 @@ def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed:
     """
     check_positive_int(func, "d_model", d_model)
     check_positive_int(func, "num_heads", num_heads)
-    check_int(func, "seed", seed)
+    check_seed(func, "seed", seed)
     check_bool(func, "bias", bias)
     check_std(func, "std", std)
     for name, size in (("d_k", d_k), ("d_v", d_v), ("num_kv_heads", num_kv_heads)):
@@ -176,7 +177,7 @@ def _head_sizes(d_model: int, num_heads: int, d_k: Optional[int], d_v: Optional[
             num_heads if num_kv_heads is None else num_kv_heads)
 
 
-@checked(d_model="positive int", num_heads="positive int", seed="int", bias="bool", std="init std",
+@checked(d_model="positive int", num_heads="positive int", seed="seed", bias="bool", std="init std",
          d_k="optional positive int", d_v="optional positive int", num_kv_heads="optional positive int",
          n_layer="positive int", also=_layer_rules)
 def init_mha_weights(
