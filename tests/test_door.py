@@ -326,7 +326,7 @@ def test_every_public_function_of_the_core_and_the_teaching_modules_opens_a_door
     import pkgutil
 
     import mha_lists
-    machinery = {"describe", "quote_int", "is_number", "all_numbers", "too_large", "all_finite", "kind", "checked", "show"}
+    machinery = {"describe", "quote_int", "call_outside", "is_number", "all_numbers", "too_large", "all_finite", "kind", "checked", "show"}
     open_doors, missing = 0, []
     for info in pkgutil.walk_packages(mha_lists.__path__, "mha_lists."):
         module = importlib.import_module(info.name)

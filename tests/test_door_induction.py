@@ -201,3 +201,17 @@ def test_arguments_are_not_changed_by_a_refusal():
     with pytest.raises(ValueError):
         unflatten(bad, HAND)
     assert bad[1:] == before[1:] and math.isnan(bad[0])
+
+
+def test_a_progress_callback_is_the_learners_code_and_its_calls_are_checked():
+    """train trusts what it calls itself, but the learner's callback runs outside: a bad call there gets
+    its own door's message, not a raw TypeError from deep in the arithmetic."""
+    from mha_lists import matmul, softmax
+
+    with pytest.raises(TypeError, match=r"^matmul: B must be a list of rows, got str$"):
+        induction.train(induction.Settings(steps=1), progress=lambda step, history: matmul([[1.0]], "x"))
+    with pytest.raises(ValueError, match=r"^softmax: v is empty"):
+        induction.train(induction.Settings(steps=1), progress=lambda step, history: softmax([]))
+    seen = []
+    induction.train(induction.Settings(steps=2), progress=lambda step, history: seen.append(softmax([0.0, 0.0])))
+    assert seen == [[0.5, 0.5]] * 2

@@ -434,6 +434,9 @@ for width in [0, -1, HUGE, None, "40", 2.5, True]:
 
 # === core: sizes, ints too large for a float, results that overflow ===
 
+bad("batch_gradients", training.batch_gradients, TOY, [[0, 1]] * (training.MAX_BATCH + 1))
+bad("accuracy", training.accuracy, TOY, [[0, 1]] * (training.MAX_SEQUENCES + 1))
+
 for n in [softmax_and_masks.MAX_MASK_SIDE + 1, HUGE, 10**400]:
     bad("causal_mask", causal_mask, n)
     bad("padding_mask", padding_mask, [1, 0], 0, num_queries=n)
@@ -513,6 +516,18 @@ def test_any_str_names_a_stream_and_the_streams_are_the_ones_they_were():
     odd = [weights.derive_rng(1, name).random() for name in ["\udcff", "a\udc80b", "\udcff"]]
     assert odd[0] == odd[2] != odd[1]
     assert example.embedding_table(2, 2, seed=0, name="\udcff") == example.embedding_table(2, 2, seed=0, name="\udcff")
+
+
+def test_values_at_the_edge_of_float64_still_draw():
+    """A range as wide as float64's, a bar of 1e308 and vectors of subnormal length are drawn, not refused
+    with a raw error from the drawing's arithmetic (it divides by the largest value first)."""
+    from mha_lists.teaching import pictures
+
+    assert "rgb(33,102,255)" in display.heatmap([[1e308, -1e308]])._repr_html_()  # 1e308 is the deepest blue
+    assert repr(display.bar_chart(["a", "b"], [1e308, 5e307])).splitlines()[1].endswith("  " + "#" * 20)
+    assert 'width:50.0%' in display.bar_chart(["a", "b"], [1e308, 5e307])._repr_html_()
+    arrows = pictures.query_key_arrows([[1e-320, 0.0]] * 2, [[1e-320, 0.0]] * 2, ["a", "b"], query=0)
+    assert arrows.text.endswith("wins: a, b") and "nan" not in arrows._repr_svg_()
 
 
 def test_the_sweep_is_wide():

@@ -196,7 +196,8 @@ class Heatmap:
         return table if self.note is None else f"{self.note}\n{table}"
 
     def _repr_html_(self) -> str:
-        span = (self.vmax - self.vmin) or 1.0
+        # Halves: exactly the same fractions, and a range as wide as float64's (1e308 - -1e308) stays finite.
+        half_span = (self.vmax / 2 - self.vmin / 2) or 1.0
         cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;"
         head = "padding:4px 8px;font-family:monospace;"
         out = ['<table style="border-collapse:collapse;margin:4px 0;">']
@@ -209,7 +210,7 @@ class Heatmap:
         for label, row in zip(self.rows, self.M):
             tds = []
             for x in row:
-                t = 0.0 if not math.isfinite(x) else (x - self.vmin) / span
+                t = 0.0 if not math.isfinite(x) else (x / 2 - self.vmin / 2) / half_span
                 bg, fg = _cell_colour(t)
                 tds.append(f'<td style="{cell}background:{bg};color:{fg};">{format_number(x, self.digits)}</td>')
             out.append(f'<tr><th style="{head}text-align:right;">{html.escape(label)}</th>{"".join(tds)}</tr>')
@@ -286,7 +287,7 @@ class BarChart:
         value_width = max(len(t) for t in texts)
         lines = [] if self.title is None else [self.title]
         for label, text, v in zip(self.labels, texts, self.values):
-            bar = "#" * round(self.width * v / self.top)
+            bar = "#" * round(self.width * (v / self.top))  # v / top first: at most 1, even for v near 1e308
             lines.append(f"{label.ljust(label_width)}  {text.rjust(value_width)}  {bar}".rstrip())
         return "\n".join(lines)
 
@@ -295,7 +296,7 @@ class BarChart:
         if self.title is not None:
             out.append(f"<div style=\"font-weight:bold;\">{html.escape(self.title)}</div>")
         for label, text, v in zip(self.labels, self._value_texts(), self.values):
-            pct = f"{100 * v / self.top:.1f}"
+            pct = f"{100 * (v / self.top):.1f}"
             out.append(
                 '<div style="display:flex;align-items:center;gap:8px;">'
                 f'<span style="width:14em;text-align:right;">{html.escape(label)}</span>'

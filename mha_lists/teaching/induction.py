@@ -58,8 +58,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights
-from ..core.checks import (ShapeError, check_int, check_matrix, check_number, check_positive_int, check_same_shapes,
-                           check_seed, check_vector, checked, kind)
+from ..core.checks import (ShapeError, call_outside, check_int, check_matrix, check_number, check_positive_int,
+                           check_same_shapes, check_seed, check_vector, checked, kind)
 from ..core.gradients import attention_backward
 from ..core.matrix import Matrix, add, concat_heads, matmul, scale, split_heads, transpose
 from ..core.softmax_and_masks import apply_mask, causal_mask, softmax_rows
@@ -745,7 +745,7 @@ def train(settings: Settings, *, progress: Optional[Callable[[int, History], Non
         history.previous_token.append(prev)
         history.induction.append(ind)
         if progress is not None:
-            progress(step + 1, history)
+            call_outside(progress, step + 1, history)  # the learner's function: its calls are checked
     return _unflatten(params, model), history
 
 

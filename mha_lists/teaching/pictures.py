@@ -528,11 +528,11 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
 
     size, margin, side = 360.0, 40.0, 130.0  # the plane, the space around the arrows, room for labels
     reach = max(abs(v) for row in [q, *K] for v in row) or 1.0
-    unit = (size / 2 - margin) / reach
+    half = size / 2 - margin  # the longest vector's length on the page
     cx, cy = side + size / 2, size / 2 + 20
 
-    def at(v: Vector) -> tuple[float, float]:
-        return cx + v[0] * unit, cy - v[1] * unit
+    def at(v: Vector) -> tuple[float, float]:  # v / reach first: within [-1, 1] even when reach is tiny
+        return cx + v[0] / reach * half, cy - v[1] / reach * half
 
     heading = title if title is not None else f"Query of {tokens[query]!s} against every key"
     width, height = size + 2 * side, size + 60

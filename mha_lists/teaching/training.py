@@ -172,6 +172,8 @@ def _check_sequences(func: str, name: str, sequences: object, expected: tuple) -
     if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
         raise ShapeError(f"{func}: {name} must be a non-empty list of sequences (lists of token ids), "
                          f"got {sequences!r:.60}")
+    if len(sequences) > MAX_SEQUENCES:
+        raise ValueError(f"{func}: {name} has {len(sequences):,} sequences; at most {MAX_SEQUENCES:,} at once")
     for n, ids in enumerate(sequences):
         _check_ids(func, f"{name}[{n}]", ids, expected, at_least=2)
 
@@ -431,7 +433,12 @@ def unflatten(flat: Sequence[float], like: Model) -> Model:
     return Model(tokens, positions, MHAWeights(W_Q, W_K, W_V, W_O), W_vocab, b_vocab)
 
 
-@checked(model="training model", batch="training sequences vocab_size positions")
+def _batch_size(func: str, arguments: dict, sizes: dict) -> None:
+    if len(arguments["batch"]) > MAX_BATCH:
+        raise ValueError(f"{func}: batch has {len(arguments['batch']):,} sequences; a batch has at most {MAX_BATCH:,}")
+
+
+@checked(model="training model", batch="training sequences vocab_size positions", also=_batch_size)
 def batch_gradients(model: Model, batch: Sequence[Sequence[int]]) -> tuple[float, list[float]]:
     """Mean loss over a batch of sequences, and the mean gradient as a flat list (order of ``flatten``)."""
     losses, grads = [], []
