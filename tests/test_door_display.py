@@ -209,7 +209,14 @@ TEACHER = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
     (lambda: exercises.tampering(TEACHER, json.loads(json.dumps(TEACHER).replace('"a"', '["a"]'))), NotebookError,
      "tampering: teacher cell 0 has a grade_id that is not a str: ['a']"),
     (lambda: exercises.score(TEACHER, json.loads(json.dumps(TEACHER).replace('"points": 1', '"points": "1"'))),
-     NotebookError, "score: teacher cell 0 has points '1'; points must be a number >= 0"),
+     NotebookError, "score: teacher cell 0 has points '1'; points must be a number from 0 to 1,000,000"),
+    (lambda: exercises.score(TEACHER, json.loads(json.dumps(TEACHER).replace('"points": 1', '"points": 1' + "0" * 400))),
+     NotebookError, "score: teacher cell 0 has points 1000000000000000000000000000000000000000; points must be a "
+                    "number from 0 to 1,000,000"),
+    (lambda: exercises.read_notebook("a\0b.ipynb"), NotebookError, "read_notebook: cannot read a\0b.ipynb: embedded null byte"),
+    (lambda: check_close("q", 1.0, [0.5, math.nan]), ValueError,
+     "check_close: expected has nan in it; an expected value must be numbers (inf is allowed)"),
+    (lambda: check_close("q", 1.0, 1.0, math.inf), ValueError, "check_close: tol must be a finite number >= 0, got inf"),
     (lambda: exercises.tampering(TEACHER, json.loads(json.dumps(TEACHER).replace(
         "check_close('x', x, 1)", "### BEGIN HIDDEN TESTS"))), ValueError,
      "tampering: teacher's a has a BEGIN HIDDEN TESTS without its END HIDDEN TESTS"),
@@ -220,6 +227,19 @@ TEACHER = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
 ])
 def test_exercise_doors(call, error, message):
     raises(error, message, call)
+
+
+@pytest.mark.skipif(not pathlib.Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_a_file_that_never_ends_is_read_to_the_limit_and_refused():
+    raises(NotebookError, "read_notebook: /dev/zero is larger than 20,000,000 bytes, the limit",
+           lambda: exercises.read_notebook("/dev/zero"))
+
+
+def test_a_notebook_nested_too_deeply_is_refused_by_name(tmp_path):
+    path = tmp_path / "deep.ipynb"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    raises(NotebookError, f"read_notebook: {path} is JSON nested too deeply to be a notebook",
+           lambda: exercises.read_notebook(path))
 
 
 def test_a_check_close_patched_behind_its_door_does_not_reach_the_checks():

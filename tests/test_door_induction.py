@@ -8,6 +8,7 @@ tests/test_induction.py and in notebook 19.
 import io
 import json
 import math
+import os
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
@@ -180,6 +181,18 @@ def test_progress_printer_load_run_and_main_check_their_arguments():
         command.progress_printer(io.StringIO(), 0)
     with pytest.raises(TypeError, match=r"^load_run: path must be a file name \(a str\), got 5 \(int\)$"):
         command.load_run(5)
+    with pytest.raises(ValueError, match=r"^load_run: path has a NUL character in it, which no file name has$"):
+        command.load_run("run\0.json")
+
+
+def test_load_run_names_a_file_that_is_not_text_or_never_ends(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_bytes(b'\xff{"format": 1}')
+    with pytest.raises(ValueError, match=r"^load_run: .*run.json is not UTF-8 text \(invalid start byte at byte 0\)$"):
+        command.load_run(str(path))
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(ValueError, match=r"^load_run: /dev/zero is larger than 50,000,000 bytes; it is not a saved run$"):
+            command.load_run("/dev/zero")
     with pytest.raises(TypeError, match=r"^main: argv must be a list of str"):
         command.main("--steps 2")
 

@@ -165,6 +165,7 @@ def _mismatches(path: str, got: Any, expected: Any, tol: float, found: list) -> 
 
 
 MAX_DEPTH = 4  # lists in lists in an expected value: a list of matrices is 3
+MAX_POINTS = 1_000_000  # points of one graded cell
 
 
 @kind("exercise answer")
@@ -174,15 +175,20 @@ def _check_answer(func: str, name: str, value: object, expected: tuple = ()) -> 
         if _is_number(x):
             return True
         return _is_list(x) and 0 < len(x) and depth < MAX_DEPTH and all(fine(v, depth + 1) for v in x)
+
+    def has_nan(x: object) -> bool:
+        return any(map(has_nan, x)) if _is_list(x) else x != x
     if not fine(value, 0):
         raise TypeError(f"{func}: {name} must be a number, a list of numbers, a matrix or a list of matrices "
                         f"(lists at most {MAX_DEPTH} deep, none empty), got {value!r:.60}")
+    if has_nan(value):  # no answer is close to nan: every check would fail, saying "off by infinitely much"
+        raise ValueError(f"{func}: {name} has nan in it; an expected value must be numbers (inf is allowed)")
 
 
 @kind("exercise tolerance")
 def _check_tolerance(func: str, name: str, tol: object, expected: tuple = ()) -> float:
-    if not _is_number(tol) or not tol >= 0:
-        raise ValueError(f"{func}: {name} must be a number >= 0, got {tol!r}")
+    if not _is_number(tol) or not 0 <= tol < math.inf:  # tol inf: every answer would pass
+        raise ValueError(f"{func}: {name} must be a finite number >= 0, got {tol!r:.40}")
     return tol
 
 
@@ -268,8 +274,9 @@ def _check_cell(func: str, name: str, n: int, source: object, meta: object) -> N
     if not isinstance(grader.get("grade_id", ""), str):
         raise NotebookError(f"{func}: {name} cell {n} has a grade_id that is not a str: {grader['grade_id']!r:.40}")
     points = grader.get("points", 0)
-    if not _is_number(points) or not 0 <= points < math.inf:
-        raise NotebookError(f"{func}: {name} cell {n} has points {points!r:.40}; points must be a number >= 0")
+    if not _is_number(points) or not 0 <= points <= MAX_POINTS:
+        raise NotebookError(f"{func}: {name} cell {n} has points {points!r:.40}; points must be a number "
+                            f"from 0 to {MAX_POINTS:,}")
 
 
 @kind("exercise cells")
@@ -303,17 +310,22 @@ def read_notebook(path: pathlib.Path) -> dict:
     if path.is_dir():
         raise NotebookError(f"{func}: {path} is a folder, not a notebook file")
     try:
-        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            raise NotebookError(f"{func}: {path} is larger than {MAX_NOTEBOOK_BYTES:,} bytes, the limit")
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as file:  # at most one byte past the limit: a device such as /dev/zero never ends
+            data = file.read(MAX_NOTEBOOK_BYTES + 1)
     except FileNotFoundError:
         raise NotebookError(f"{func}: {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise NotebookError(f"{func}: cannot read {path}: {str(e).splitlines()[0]}") from None
+    except (OSError, ValueError) as e:  # ValueError: a path with a NUL character in it
+        raise NotebookError(f"{func}: cannot read {path!s:.200}: {str(e).splitlines()[0]}") from None
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise NotebookError(f"{func}: {path} is larger than {MAX_NOTEBOOK_BYTES:,} bytes, the limit")
     try:
-        nb = json.loads(text)
+        nb = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise NotebookError(f"{func}: cannot read {path}: {str(e).splitlines()[0]}") from None
     except ValueError as e:
         raise NotebookError(f"{func}: {path} is not JSON ({str(e).splitlines()[0]})") from None
+    except RecursionError:
+        raise NotebookError(f"{func}: {path} is JSON nested too deeply to be a notebook") from None
     return _check_notebook(func, str(path), nb)
 
 

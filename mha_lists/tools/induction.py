@@ -124,17 +124,29 @@ def run_from_json(text: str) -> tuple[Settings, InductionModel, History]:
     return settings, unflatten(parameters, like), history
 
 
+MAX_RUN_BYTES = 50_000_000  # a saved run of the largest settings is far smaller; /dev/zero never ends
+
+
 def _a_path(func: str, arguments: dict, sizes: dict) -> None:
     if not isinstance(arguments["path"], (str, os.PathLike)):
         raise TypeError(f"{func}: path must be a file name (a str), got {arguments['path']!r:.60} "
                         f"({type(arguments['path']).__name__})")
+    if "\0" in os.fspath(arguments["path"]):
+        raise ValueError(f"{func}: path has a NUL character in it, which no file name has")
 
 
 @checked(also=_a_path)
 def load_run(path: str) -> tuple[Settings, InductionModel, History]:
     """``run_from_json`` of the file at ``path`` (a file that cannot be opened raises OSError)."""
-    with open(path, encoding="utf-8") as f:
-        return run_from_json(f.read())
+    with open(path, "rb") as f:
+        data = f.read(MAX_RUN_BYTES + 1)
+    if len(data) > MAX_RUN_BYTES:
+        raise ValueError(f"load_run: {path} is larger than {MAX_RUN_BYTES:,} bytes; it is not a saved run")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"load_run: {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    return run_from_json(text)
 
 
 # === Reporting ===
