@@ -27,7 +27,8 @@ import pytest
 
 from mha_lists import ShapeError, attention_backward, causal_mask, padding_mask, softmax, softmax_rows
 from mha_lists.core import gradients, softmax_and_masks
-from mha_lists.teaching import block, cost, decoding, display, example, paper, strided, torch_init, training, weights
+from mha_lists.teaching import (block, cost, decoding, display, example, induction, paper, strided, torch_init, training,
+                                weights)
 from mha_lists.teaching.decoding import KVCache
 from mha_lists.teaching.strided import Strided
 from mha_lists.teaching.training import AdamState, Model
@@ -434,6 +435,19 @@ for width in [0, -1, HUGE, None, "40", 2.5, True]:
 
 # === core: sizes, ints too large for a float, results that overflow ===
 
+BIG = 10**5000  # an int Python will not even print (over 4,300 digits)
+for x in [BIG, -BIG, 10**101]:
+    bad("format_number", display.format_number, x)
+    bad("format_matrix", display.format_matrix, [[1.0], [x]])
+    bad("print_matrix", display.print_matrix, [[x]])
+    bad("init_mha_weights", weights.init_mha_weights, 4, x, seed=0)
+    bad("init_matrix", weights.init_matrix, 2, 2, R, fan_in=x)
+    bad("make_sequences", training.make_sequences, 2, 4, x, R)
+for accuracy in [-0.5, 1.5, NAN, BIG]:
+    bad("succeeded", induction.succeeded, [induction.HeadScore(0, 0, 0.9, 0.9)], accuracy)
+for score in [induction.HeadScore(0, 0, NAN, 0.9), induction.HeadScore("x", 0, 0.9, 0.9),
+              induction.HeadScore(0, 0, 0.9, 1.5), induction.HeadScore(0, None, 0.9, 0.9)]:
+    bad("succeeded", induction.succeeded, [score], 1.0)
 bad("batch_gradients", training.batch_gradients, TOY, [[0, 1]] * (training.MAX_BATCH + 1))
 bad("accuracy", training.accuracy, TOY, [[0, 1]] * (training.MAX_SEQUENCES + 1))
 
@@ -493,6 +507,8 @@ def short(value: Any) -> str:
         return f"{value!r:.40}"
     except RecursionError:
         return "<a list too deep to print>"
+    except ValueError:  # an int of over 4,300 digits
+        return "<an int too long to print>"
 
 
 def describe(case: Case) -> str:

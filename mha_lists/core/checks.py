@@ -26,8 +26,7 @@ matrices h n m (or finite ...)   a non-empty list of h matrices of one shape
 mask T T_k                       rows of True/False, each row allowing some key
 weights                          an MHAWeights; names d_model, num_heads,
                                  num_kv_heads, d_k, d_v
-int, positive int                an int (not a bool); >= 1
-seed                             an int of at most 100 digits
+int, positive int                an int (not a bool) of at most 100 digits; >= 1
 number, positive number          a finite int or float; > 0
 bool                             True or False
 str                              a str
@@ -177,31 +176,26 @@ def check_positive_int(func: str, name: str, value: object) -> int:
     ValueError: demo: num_heads must be a positive int, got 0
     """
     if check_int(func, name, value) < 1:
-        raise ValueError(f"{func}: {name} must be a positive int, got {value!r}")
+        raise ValueError(f"{func}: {name} must be a positive int, got {quote_int(value)}")
     return value
+
+
+MAX_INT_DIGITS = 100  # an int (a size, a seed, an index) longer than this is a mistake; Python won't print 4,300
 
 
 def check_int(func: str, name: str, value: object) -> int:
-    """Check for an int (a seed, an index); True and 1.0 are refused; return it."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{func}: {name} must be an int, got {value!r} ({type(value).__name__})")
-    return value
+    """Check for an int (a seed, an index) of at most ``MAX_INT_DIGITS`` digits; True and 1.0 are
+    refused; return it.
 
-
-MAX_SEED_DIGITS = 100  # a seed is a name for a stream of draws; a longer one is a mistake
-
-
-def check_seed(func: str, name: str, value: object) -> int:
-    """Check a seed: an int (not a bool) of at most ``MAX_SEED_DIGITS`` digits; return it.
-
-    >>> check_seed("demo", "seed", 10**100)
+    >>> check_int("demo", "seed", -10**100)
     Traceback (most recent call last):
     ...
-    ValueError: demo: seed is an int of 101 digits; a seed is an int of at most 100 digits
+    ValueError: demo: seed is an int of 101 digits; an int here has at most 100 digits
     """
-    check_int(func, name, value)
-    if not -10**MAX_SEED_DIGITS < value < 10**MAX_SEED_DIGITS:
-        raise ValueError(f"{func}: {name} is {quote_int(value)}; a seed is an int of at most {MAX_SEED_DIGITS} digits")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{func}: {name} must be an int, got {value!r:.60} ({type(value).__name__})")
+    if not -10**MAX_INT_DIGITS < value < 10**MAX_INT_DIGITS:
+        raise ValueError(f"{func}: {name} is {quote_int(value)}; an int here has at most {MAX_INT_DIGITS} digits")
     return value
 
 
@@ -252,7 +246,8 @@ def check_number(func: str, name: str, value: object, *, positive: bool = False)
     if not is_number(value):
         raise TypeError(f"{func}: {name} must be a number, got {value!r} ({type(value).__name__})")
     if not all_finite([[value]]):  # an int too large for a float is not finite either
-        raise ValueError(f"{func}: {name} must be a finite number, got {value!r:.40}")
+        shown = quote_int(value) if isinstance(value, int) else f"{value!r}"
+        raise ValueError(f"{func}: {name} must be a finite number, got {shown}")
     if positive and value <= 0:
         raise ValueError(f"{func}: {name} must be a positive finite number, got {value!r}")
     return value
@@ -334,7 +329,6 @@ KINDS["matrices"] = _Kind(check_same_shapes, ("heads", "rows", "columns"))
 KINDS["finite matrices"] = _Kind(functools.partial(check_same_shapes, finite=True), ("heads", "rows", "columns"))
 KINDS["int"] = _Kind(check_int, ())
 KINDS["positive int"] = _Kind(check_positive_int, ())
-KINDS["seed"] = _Kind(check_seed, ())
 KINDS["number"] = _Kind(check_number, ())
 KINDS["positive number"] = _Kind(functools.partial(check_number, positive=True), ())
 KINDS["bool"] = _Kind(check_bool, ())

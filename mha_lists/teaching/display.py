@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import ShapeError, check_int, check_rows, check_str, checked, is_number, kind
+from ..core.checks import MAX_INT_DIGITS, ShapeError, check_int, check_rows, check_str, checked, is_number, kind, quote_int
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
            "show"]
@@ -29,11 +29,18 @@ def _check_digits(func: str, name: str, digits: object, expected: tuple = ()) ->
     return digits
 
 
+def _an_int_to_print(func: str, name: str, x: object) -> None:
+    if type(x) is int and not -10**MAX_INT_DIGITS < x < 10**MAX_INT_DIGITS:
+        raise ValueError(f"{func}: {name} is {quote_int(x)}; an int entry is shown in full, "
+                         f"so it may have at most {MAX_INT_DIGITS} digits")
+
+
 @kind("display entry")
 def _check_entry(func: str, name: str, x: object, expected: tuple = ()) -> object:
     """One entry to show: a number (inf and nan too) or True/False."""
     if not (is_number(x) or isinstance(x, bool)):
         raise TypeError(f"{func}: {name} must be a number, got {x!r} ({type(x).__name__})")
+    _an_int_to_print(func, name, x)
     return x
 
 
@@ -45,6 +52,7 @@ def _check_shown(func: str, name: str, M: object, expected: tuple = ()) -> tuple
         for j, x in enumerate(row):
             if not (is_number(x) or isinstance(x, bool)):
                 raise TypeError(f"{func}: {name}[{i}][{j}] is {x!r}; entries must be numbers (or True/False)")
+            _an_int_to_print(func, f"{name}[{i}][{j}]", x)
     return shape
 
 

@@ -73,7 +73,7 @@ def _table_size(func: str, arguments: dict, sizes: dict) -> None:
     check_weight_count(func, num_rows * d_model, f"num_rows {num_rows} and d_model {d_model}")
 
 
-@checked(num_rows="positive int", d_model="positive int", seed="seed", std="init std", name="str", also=_table_size)
+@checked(num_rows="positive int", d_model="positive int", seed="int", std="init std", name="str", also=_table_size)
 def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: float = EMBED_STD) -> Matrix:
     """A (num_rows, d_model) table of N(0, std) draws from the generator ``derive_rng(seed, name)``.
 
@@ -186,7 +186,7 @@ def _example_settings(func: str, arguments: dict, sizes: dict) -> None:
     _check_known(func, tokens, VOCAB)
 
 
-@checked(sentence="str", d_model="positive int", num_heads="positive int", seed="seed", embed_std="init std",
+@checked(sentence="str", d_model="positive int", num_heads="positive int", seed="int", embed_std="init std",
          also=_example_settings)
 def running_example(
     *,

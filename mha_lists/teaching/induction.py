@@ -59,7 +59,7 @@ from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights
 from ..core.checks import (ShapeError, call_outside, check_int, check_matrix, check_number, check_positive_int,
-                           check_same_shapes, check_seed, check_vector, checked, kind)
+                           check_same_shapes, check_vector, checked, kind)
 from ..core.gradients import attention_backward
 from ..core.matrix import Matrix, add, concat_heads, matmul, scale, split_heads, transpose
 from ..core.softmax_and_masks import apply_mask, causal_mask, softmax_rows
@@ -324,7 +324,7 @@ def check_settings(func: str, settings: object) -> Settings:
         raise ShapeError(f"{func}: d_model {s.d_model} is not divisible by num_heads {s.num_heads}")
     _check_run_lengths(func, s.min_len, s.max_len, s.vocab_size)
     check_number(func, "lr", s.lr, positive=True)
-    check_seed(func, "seed", s.seed)
+    check_int(func, "seed", s.seed)
     return s
 
 
@@ -822,9 +822,21 @@ def _check_scores(func: str, name: str, scores: object, expected: tuple = ()) ->
     """The "induction scores" kind: the non-empty list of HeadScore that head_scores returns."""
     if not isinstance(scores, (list, tuple)) or not scores or not all(isinstance(s, HeadScore) for s in scores):
         raise TypeError(f"{func}: {name} must be the non-empty list head_scores returns")
+    for i, s in enumerate(scores):
+        check_int(func, f"{name}[{i}].layer", s.layer)
+        check_int(func, f"{name}[{i}].head", s.head)
+        for field in ("previous_token", "induction"):
+            _a_fraction(func, f"{name}[{i}].{field}", getattr(s, field))
 
 
-@checked(scores="induction scores", accuracy="number")
+def _a_fraction(func: str, name: str, value: object) -> None:
+    """A share of attention or of right answers: a number from 0 to 1."""
+    if not 0 <= check_number(func, name, value) <= 1:
+        raise ValueError(f"{func}: {name} is {value}; it is a fraction, from 0 to 1")
+
+
+@checked(scores="induction scores", accuracy="number",
+         also=lambda func, arguments, sizes: _a_fraction(func, "accuracy", arguments["accuracy"]))
 def succeeded(scores: Sequence[HeadScore], accuracy: float) -> bool:
     """The success rule: some layer-0 head >= 0.5 previous-token, some last-layer head >= 0.5 induction,
     accuracy >= 0.9."""

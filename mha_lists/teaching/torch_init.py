@@ -29,9 +29,8 @@ import random
 from ..core.checks import ShapeError, checked
 from ..core.matrix import Matrix, Vector, split_heads
 from ..core.attention import MHAWeights
-from .weights import check_size, check_weight_count, derive_rng
+from .weights import MAX_FAN, check_size, check_weight_count, derive_rng
 
-MAX_FAN = 10**12  # fan_in and fan_out of the bounds: far past any layer, and well inside float64
 
 __all__ = ["kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha_in_proj_bound",
            "torch_linear_weights", "torch_mha_weights"]
@@ -132,7 +131,7 @@ def _mha_rules(func: str, arguments: dict, sizes: dict) -> None:
         )
 
 
-@checked(d_model="positive int", num_heads="positive int", seed="seed", bias="bool", also=_mha_rules)
+@checked(d_model="positive int", num_heads="positive int", seed="int", bias="bool", also=_mha_rules)
 def torch_mha_weights(d_model: int, num_heads: int, *, seed: int, bias: bool = False) -> MHAWeights:
     """MHAWeights drawn as ``nn.MultiheadAttention(d_model, num_heads, bias=bias)`` draws them.
 

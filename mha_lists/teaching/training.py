@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights, attention_trace, check_weights, multi_head_attention
-from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_number, check_seed, check_vector, checked, kind
+from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_number, check_vector, checked, kind
 from ..core.gradients import column_sums, multi_head_attention_backward
 from ..core.matrix import Matrix, Vector, add_row, matmul, transpose
 from ..core.softmax_and_masks import causal_mask, softmax
@@ -212,7 +212,7 @@ def _check_example(func: str, name: str, ex: object, expected: tuple = ()) -> No
                          f"{d_model} wide")
     if not isinstance(ex.settings, dict) or "seed" not in ex.settings:
         raise TypeError(f"{func}: {name}.settings must be the dict of running_example's settings, with the seed")
-    check_seed(func, f"{name}.seed", ex.seed)
+    check_int(func, f"{name}.seed", ex.seed)
 
 
 @kind("adam state")
@@ -245,7 +245,7 @@ def _init_model_rules(func: str, arguments: dict, sizes: dict) -> None:
 
 
 @checked(vocab_size="positive int", seq_len="positive int", d_model="positive int", num_heads="positive int",
-         seed="seed", embed_std="positive number", also=_init_model_rules)
+         seed="int", embed_std="positive number", also=_init_model_rules)
 def init_model(
     vocab_size: int, seq_len: int, d_model: int, num_heads: int, *, seed: int, embed_std: float = EMBED_STD
 ) -> Model:
@@ -295,6 +295,7 @@ def model_from_example(ex: Example) -> Model:
 def _sequences_rules(func: str, arguments: dict, sizes: dict) -> None:
     check_size(func, "count", arguments["count"], MAX_SEQUENCES)
     check_size(func, "seq_len", arguments["seq_len"], MAX_SEQ_LEN)
+    check_size(func, "vocab_size", arguments["vocab_size"], MAX_VOCAB)
 
 
 @checked(count="positive int", seq_len="positive int", vocab_size="positive int", rng="rng", also=_sequences_rules)
@@ -516,7 +517,7 @@ def _train_rules(func: str, arguments: dict, sizes: dict) -> None:
 
 
 @checked(model="training model", steps="positive int", batch_size="positive int", seq_len="positive int",
-         seed="seed", lr="positive number", also=_train_rules)
+         seed="int", lr="positive number", also=_train_rules)
 def train(
     model: Model,
     *,

@@ -20,8 +20,8 @@ import random
 from typing import Optional
 
 from ..core.attention import MHAWeights
-from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_number, check_positive_int, check_seed,
-                           checked, kind)
+from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_int, check_number, check_positive_int,
+                           checked, kind, quote_int)
 from ..core.matrix import Matrix
 
 __all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count"]
@@ -33,6 +33,7 @@ MAX_WEIGHTS = 5_000_000  # numbers drawn by one call; GPT-2 small's attention la
 MAX_LAYERS = 1000  # n_layer, for the GPT-2 scaling of W_O
 # random.gauss is Box-Muller on 53-bit floats: |z| <= sqrt(-2 ln 2^-53), about 8.6, so std * z stays finite.
 MAX_STD = 1e300
+MAX_FAN = 10**12  # fan_in, fan_out (here and in torch_init's bounds): far past any layer, well inside float64
 
 
 def check_size(func: str, name: str, value: object, limit: int) -> int:
@@ -44,7 +45,7 @@ def check_size(func: str, name: str, value: object, limit: int) -> int:
     ValueError: demo: vocab_size is 10000000; at most 1000
     """
     if check_positive_int(func, name, value) > limit:
-        raise ValueError(f"{func}: {name} is {value}; at most {limit}")
+        raise ValueError(f"{func}: {name} is {quote_int(value)}; at most {limit}")
     return value
 
 
@@ -70,7 +71,7 @@ def _check_std_kind(func: str, name: str, std: object, expected: tuple = ()) -> 
     return check_std(func, name, std)
 
 
-@checked(seed="seed", name="str")
+@checked(seed="int", name="str")
 def derive_rng(seed: int, name: str) -> random.Random:
     """A generator of its own for one named thing, e.g. ``derive_rng(42, "W_Q/head0")``.
 
@@ -90,6 +91,9 @@ def derive_rng(seed: int, name: str) -> random.Random:
 def _matrix_rules(func: str, arguments: dict, sizes: dict) -> None:
     rows, cols, scheme = arguments["rows"], arguments["cols"], arguments["scheme"]
     check_weight_count(func, rows * cols, f"rows {rows} and cols {cols}")
+    for name in ("fan_in", "fan_out"):  # 1 / fan_in is a float: a fan past float64's range would draw zeros
+        if arguments[name] is not None:
+            check_size(func, name, arguments[name], MAX_FAN)
     if scheme not in INIT_SCHEMES:
         raise ValueError(f"{func}: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
 
@@ -141,7 +145,7 @@ def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed:
     """
     check_positive_int(func, "d_model", d_model)
     check_positive_int(func, "num_heads", num_heads)
-    check_seed(func, "seed", seed)
+    check_int(func, "seed", seed)
     check_bool(func, "bias", bias)
     check_std(func, "std", std)
     for name, size in (("d_k", d_k), ("d_v", d_v), ("num_kv_heads", num_kv_heads)):
@@ -177,7 +181,7 @@ def _head_sizes(d_model: int, num_heads: int, d_k: Optional[int], d_v: Optional[
             num_heads if num_kv_heads is None else num_kv_heads)
 
 
-@checked(d_model="positive int", num_heads="positive int", seed="seed", bias="bool", std="init std",
+@checked(d_model="positive int", num_heads="positive int", seed="int", bias="bool", std="init std",
          d_k="optional positive int", d_v="optional positive int", num_kv_heads="optional positive int",
          n_layer="positive int", also=_layer_rules)
 def init_mha_weights(
