@@ -208,7 +208,7 @@ def quote_int(n: int) -> str:
     """
     if -10**18 < n < 10**18:
         return str(n)
-    digits = len(str(abs(n))) if n.bit_length() < 14_000 else f"about {round(n.bit_length() * math.log10(2)):,}"
+    digits = f"{len(str(abs(n))):,}" if n.bit_length() < 14_000 else f"about {round(n.bit_length() * math.log10(2)):,}"
     return f"an int of {digits} digits"
 
 

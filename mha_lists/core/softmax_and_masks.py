@@ -31,7 +31,8 @@ __all__ = ["causal_mask", "padding_mask", "length_mask", "combine_masks", "softm
 MAX_MASK_SIDE = 4096  # queries, and keys, of a mask made here: 4096 x 4096 is 16.8 million entries
 
 
-def _mask_sides(func: str, arguments: dict, sizes: dict) -> None:
+def _mask_sides(func: str, arguments: dict, *_: object) -> None:
+    """seq_len and num_queries, where given, within MAX_MASK_SIDE (a door's ``also``, or called by one)."""
     for name in ("seq_len", "num_queries"):
         n = arguments.get(name)
         if n is not None and n > MAX_MASK_SIDE:
@@ -96,7 +97,7 @@ def _ids_and_pad(func: str, arguments: dict, sizes: dict) -> None:
     check_int(func, "pad_id", pad_id)
     if arguments["num_queries"] is not None:
         check_positive_int(func, "num_queries", arguments["num_queries"])
-    _mask_sides(func, arguments, sizes)
+    _mask_sides(func, arguments)
     if all(t == pad_id for t in token_ids):
         raise ValueError(f"{func}: every token id is the pad id {pad_id}; no key is left to attend to")
 
@@ -116,7 +117,7 @@ def padding_mask(token_ids: Sequence[int], pad_id: int, *, num_queries: Optional
 
 
 def _length_fits(func: str, arguments: dict, sizes: dict) -> None:
-    _mask_sides(func, arguments, sizes)
+    _mask_sides(func, arguments)
     if arguments["length"] > arguments["seq_len"]:
         raise ValueError(f"{func}: length {quote_int(arguments['length'])} is longer than seq_len {arguments['seq_len']}")
 
