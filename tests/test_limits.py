@@ -11,6 +11,7 @@ QUOTED = [
     (0, "0"), (10**18 - 1, "999999999999999999"), (-(10**18) + 1, "-999999999999999999"),
     (10**18, "an int of 19 digits"), (-(10**18), "an int of 19 digits"), (10**100, "an int of 101 digits"),
     (10**4000, "an int of 4,001 digits"), (-(10**4000), "an int of 4,001 digits"),
+    (2**13998, "an int of 4,214 digits"), (2**13999, "an int of about 4,214 digits"),  # 13,999 and 14,000 bits
     (10**5000, "an int of about 5,000 digits"), (-(10**9000), "an int of about 9,000 digits"),
 ]
 
