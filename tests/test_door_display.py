@@ -48,7 +48,7 @@ def raises(error, message, call):
     (lambda: display.attention_heatmap([[1.0]], ["a"], 5), TypeError,
      "attention_heatmap: key_tokens must be a list of labels, got int"),
     (lambda: display.Heatmap([[10**400]]), ValueError,
-     "Heatmap: M[0][0] is an int of 401 digits; an int entry is shown in full, so it may have at most 100 digits"),
+     "Heatmap: M[0][0] is an int of 401 digits; an int here has at most 100 digits"),
     (lambda: display.BarChart(["a"], [-1.0]), ValueError, "BarChart: values must not be negative"),
 ])
 def test_display_doors(call, error, message):

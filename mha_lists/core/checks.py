@@ -181,6 +181,7 @@ def check_positive_int(func: str, name: str, value: object) -> int:
 
 
 MAX_INT_DIGITS = 100  # an int (a size, a seed, an index) longer than this is a mistake; Python won't print 4,300
+_INT_BOUND = 10**MAX_INT_DIGITS  # the first int of MAX_INT_DIGITS + 1 digits
 
 
 def check_int(func: str, name: str, value: object) -> int:
@@ -194,7 +195,7 @@ def check_int(func: str, name: str, value: object) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{func}: {name} must be an int, got {value!r:.60} ({type(value).__name__})")
-    if not -10**MAX_INT_DIGITS < value < 10**MAX_INT_DIGITS:
+    if not -_INT_BOUND < value < _INT_BOUND:
         raise ValueError(f"{func}: {name} is {quote_int(value)}; an int here has at most {MAX_INT_DIGITS} digits")
     return value
 

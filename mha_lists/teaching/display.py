@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import MAX_INT_DIGITS, ShapeError, check_int, check_rows, check_str, checked, is_number, kind, quote_int
+from ..core.checks import ShapeError, check_int, check_rows, check_str, checked, is_number, kind
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
            "show"]
@@ -30,9 +30,9 @@ def _check_digits(func: str, name: str, digits: object, expected: tuple = ()) ->
 
 
 def _an_int_to_print(func: str, name: str, x: object) -> None:
-    if type(x) is int and not -10**MAX_INT_DIGITS < x < 10**MAX_INT_DIGITS:
-        raise ValueError(f"{func}: {name} is {quote_int(x)}; an int entry is shown in full, "
-                         f"so it may have at most {MAX_INT_DIGITS} digits")
+    """An int entry is printed in full: at most 100 digits, as check_int allows (Python won't print 4,300)."""
+    if type(x) is int:
+        check_int(func, name, x)
 
 
 @kind("display entry")
