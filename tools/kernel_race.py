@@ -11,6 +11,7 @@ about 20 s a run and its count is a matter of luck.
 
 import multiprocessing
 import pathlib
+import subprocess
 import sys
 import time
 
@@ -28,7 +29,7 @@ def start_kernels(transport: str, count: int) -> list[str]:
     for _ in range(count):
         km = manager(kernel_name="python3")
         try:
-            km.start_kernel(stderr=open("/dev/null", "w"))
+            km.start_kernel(stderr=subprocess.DEVNULL)
             kc = km.client()
             kc.start_channels()
             try:

@@ -256,7 +256,8 @@ _BACKWARD = dict(LAYER_CONTRACT, grad_output="finite matrix T d_model", mask="op
 
 
 def _every_gradient(g: MHAGradients) -> Matrix:
-    """The rows of every gradient, for the door's finite check (the biases are column sums of these)."""
+    """The rows of every weight's and input's gradient, for the door's finite check (a bias's gradient
+    is an fsum of finite numbers, which raises OverflowError itself rather than return inf)."""
     return g.x + (g.context or []) + g.W_O + [row for M in g.W_Q + g.W_K + g.W_V for row in M]
 
 

@@ -204,7 +204,8 @@ class Heatmap:
         return table if self.note is None else f"{self.note}\n{table}"
 
     def _repr_html_(self) -> str:
-        # Halves: exactly the same fractions, and a range as wide as float64's (1e308 - -1e308) stays finite.
+        # Halves: halving is exact (short of subnormals), so the fractions are the same, and a range as
+        # wide as float64's (1e308 - -1e308) stays finite.
         half_span = (self.vmax / 2 - self.vmin / 2) or 1.0
         cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;"
         head = "padding:4px 8px;font-family:monospace;"

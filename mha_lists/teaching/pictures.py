@@ -528,7 +528,7 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
 
     size, margin, side = 360.0, 40.0, 130.0  # the plane, the space around the arrows, room for labels
     reach = max(abs(v) for row in [q, *K] for v in row) or 1.0
-    half = size / 2 - margin  # the longest vector's length on the page
+    half = size / 2 - margin  # where the largest coordinate lands, from the centre of the page
     cx, cy = side + size / 2, size / 2 + 20
 
     def at(v: Vector) -> tuple[float, float]:  # v / reach first: within [-1, 1] even when reach is tiny

@@ -315,7 +315,7 @@ def read_notebook(path: pathlib.Path) -> dict:
     except FileNotFoundError:
         raise NotebookError(f"{func}: {path} does not exist") from None
     except (OSError, ValueError) as e:  # ValueError: a path with a NUL character in it
-        raise NotebookError(f"{func}: cannot read {path!s:.200}: {str(e).splitlines()[0]}") from None
+        raise NotebookError(f"{func}: cannot read {path}: {str(e).splitlines()[0]}") from None
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise NotebookError(f"{func}: {path} is larger than {MAX_NOTEBOOK_BYTES:,} bytes, the limit")
     try:
