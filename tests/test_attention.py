@@ -93,7 +93,7 @@ def test_softmax_errors():
         softmax([float("-inf")] * 3)
     with pytest.raises(ValueError, match=r"softmax_rows: row 1: every score is -inf"):
         softmax_rows([[0.0, 1.0], [float("-inf"), float("-inf")]])
-    with pytest.raises(ValueError, match=r"softmax: entry 0 is nan"):
+    with pytest.raises(ValueError, match=r"softmax: v\[0\] is nan"):
         softmax([float("nan"), 1.0])
     with pytest.raises(ShapeError, match=r"softmax: v is empty"):
         softmax([])
@@ -343,7 +343,7 @@ def test_weight_shape_errors():
     w3 = init_mha_weights(12, 3, seed=0)
     with pytest.raises(ShapeError, match=r"3 query heads and 2 key/value heads; num_kv_heads must divide num_heads"):
         multi_head_attention([[0.0] * 12], w3._replace(W_K=w3.W_K[:2], W_V=w3.W_V[:2]))
-    with pytest.raises(ShapeError, match=r"weights.b_O has 3 entries; it must have d_model = 16"):
+    with pytest.raises(ShapeError, match=r"weights.b_O has 3 entries; it must have 16"):
         multi_head_attention(x, w._replace(b_O=[0.0] * 3))
     with pytest.raises(ShapeError, match=r"weights.b_Q has 1 vectors; it needs one per head \(2\)"):
         multi_head_attention(x, w._replace(b_Q=[[0.0] * 8]))
@@ -363,7 +363,6 @@ def test_nothing_is_mutated():
 
 from mha_lists import attention  # noqa: E402
 from mha_lists.core.attention import multiply_adds  # noqa: E402
-from mha_lists.teaching.cost import MultiplyAddCounter  # noqa: E402
 
 
 def test_one_head_attention_by_hand():
@@ -399,6 +398,8 @@ def test_trace_multi_head_and_one_head_agree_bit_for_bit():
 @pytest.mark.parametrize("T, T_k, d_model, h, g, d_k, d_v", [
     (5, 5, 16, 2, 2, 8, 8), (3, 7, 12, 6, 2, 5, 3), (1, 4, 8, 4, 1, 2, 6)])
 def test_multiply_adds_formula_matches_the_products_that_run(T, T_k, d_model, h, g, d_k, d_v):
+    from mha_lists.teaching.cost import MultiplyAddCounter
+
     w = init_mha_weights(d_model, h, seed=1, num_kv_heads=g, d_k=d_k, d_v=d_v)
     x, context = random_x(T, d_model, 1), random_x(T_k, d_model, 2)
     counter = MultiplyAddCounter()  # an independent count: the products, run one by one

@@ -6,6 +6,7 @@ import math
 import pytest
 
 from mha_lists import MHAWeights, ShapeError, causal_mask, init_mha_weights, multi_head_attention, padding_mask
+from mha_lists.core.gradients import summed as sum_matrices
 from mha_lists.core.gradients import (
     attention_backward,
     attention_backward_trace,
@@ -13,7 +14,6 @@ from mha_lists.core.gradients import (
     multi_head_attention_backward,
     softmax_backward,
     softmax_jacobian,
-    sum_matrices,
 )
 from mha_lists.teaching.weights import derive_rng
 
@@ -237,8 +237,10 @@ def test_other_bad_inputs_are_named():
         attention_backward([[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]], [[1.0]])
     with pytest.raises(ShapeError, match=r"^softmax_backward: p has 2 entries and dp has 3"):
         softmax_backward([0.5, 0.5], [1.0, 2.0, 3.0])
-    with pytest.raises(ShapeError, match=r"^sum_matrices: Ms\[0\] is 1x2 but Ms\[1\] is 2x1"):
-        sum_matrices([[[1, 2]], [[1], [2]]])
+    with pytest.raises(ValueError, match=r"^softmax_backward: p must be weights as softmax makes them"):
+        softmax_backward([0.5, 0.6], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^softmax_jacobian: p must be weights as softmax makes them"):
+        softmax_jacobian([-0.5, 1.5])
 
 
 # === Central finite differences over random configurations ===

@@ -41,12 +41,11 @@ from collections.abc import Sequence
 from operator import mul
 from typing import NamedTuple, Optional
 
-from .attention import (LAYER_CONTRACT, ONE_HEAD_CONTRACT, AttentionTrace, MHAWeights, attention_steps,
-                        attention_trace, default_scale, each_head, project_heads)
-from .checks import check_same_shapes, checked
-from .matrix import Matrix, Vector, concat_heads, matmul, split_heads, transpose
-from .matrix import scale as scale_matrix  # the name ``scale`` is the attention scale here
-from .softmax_and_masks import Mask
+from .attention import (AttentionTrace, MHAWeights, check_head, check_layer, head_loop, one_head, project,
+                        trace_layer)
+from .checks import ShapeError, check_matrix, check_vector, too_large
+from .matrix import Matrix, Vector, columns_of, finite, joined, product
+from .softmax_and_masks import Mask, check_weight_row
 
 __all__ = ["softmax_backward", "softmax_jacobian", "column_sums", "attention_backward",
            "attention_backward_trace", "multi_head_attention_backward"]
@@ -55,55 +54,65 @@ __all__ = ["softmax_backward", "softmax_jacobian", "column_sums", "attention_bac
 # === Small pieces ===
 
 
-@checked(p="finite vector n", dp="finite vector n", finite_result=True,
-         why={"n": "p has {expected} entries and dp has {value}; they must have the same length"})
-def softmax_backward(p: Vector, dp: Vector) -> Vector:
-    """Gradient of one softmax row (n,): ds = p * (dp - p . dp), given p = softmax(s) and dp.
+def softmax_backward(p: Vector, dp: Vector) -> Vector:  # (n,), (n,) -> (n,)
+    """Gradient of one softmax row: ds = p * (dp - p . dp), given p = softmax(s) and dp.
 
     This is ``dp`` times the Jacobian diag(p) - p p^T, without building the matrix.
 
     >>> softmax_backward([0.5, 0.5], [1.0, 0.0])
     [0.25, -0.25]
     """
-    p_dot_dp = math.fsum(map(mul, p, dp))
-    return [p_j * (dp_j - p_dot_dp) for p_j, dp_j in zip(p, dp)]
+    n = check_weight_row("softmax_backward", "p", p)
+    if check_vector("softmax_backward", "dp", dp) != n:
+        raise ShapeError(f"softmax_backward: p has {n} entries and dp has {len(dp)}; they must have the same length")
+    try:
+        return finite(softmax_rows_backward([p], [dp]), "the gradients")[0]
+    except OverflowError as error:
+        raise too_large("softmax_backward", error) from None
 
 
-@checked(p="finite vector n", finite_result=True)
-def softmax_jacobian(p: Vector) -> Matrix:
-    """The (n, n) Jacobian of softmax at p = softmax(s): entry [i][j] = d p_i / d s_j = p_i (δ_ij - p_j).
+def softmax_rows_backward(A: Matrix, dA: Matrix) -> Matrix:  # unchecked softmax_backward, row by row
+    """Each row p of A with its row dp of dA: p * (dp - p . dp)."""
+    dS = []
+    for p, dp in zip(A, dA):
+        p_dot_dp = math.fsum(map(mul, p, dp))
+        dS.append([p_j * (dp_j - p_dot_dp) for p_j, dp_j in zip(p, dp)])
+    return dS
+
+
+def softmax_jacobian(p: Vector) -> Matrix:  # (n,) -> (n, n)
+    """The Jacobian of softmax at p = softmax(s): entry [i][j] = d p_i / d s_j = p_i (δ_ij - p_j).
 
     >>> softmax_jacobian([0.5, 0.5])
     [[0.25, -0.25], [-0.25, 0.25]]
     """
+    check_weight_row("softmax_jacobian", "p", p)
     return [[p_i * ((1.0 if i == j else 0.0) - p_j) for j, p_j in enumerate(p)] for i, p_i in enumerate(p)]
 
 
-@checked(M="finite matrix n m")
-def column_sums(M: Matrix) -> Vector:
-    """Sum each column of M (n, m) with ``math.fsum``; the result is (m,). The gradient of a bias.
+def column_sums(M: Matrix) -> Vector:  # (n, m) -> (m,)
+    """Sum each column of M with ``math.fsum``: the gradient of a bias.
 
     >>> column_sums([[1, 2], [3, 4]])
     [4.0, 6.0]
     """
-    return [math.fsum(column) for column in zip(*M)]
+    check_matrix("column_sums", "M", M)
+    try:
+        return finite([sums_of_columns(M)], "the column sums")[0]
+    except OverflowError as error:
+        raise too_large("column_sums", error) from None
 
 
-def _all_one_shape(func: str, arguments: dict, sizes: dict) -> None:
-    check_same_shapes(func, "Ms", arguments["Ms"], finite=True, empty="Ms must be a non-empty list of matrices",
-                      rule="every matrix must have the same shape")
+def sums_of_columns(M: Matrix) -> Vector:  # unchecked column_sums
+    try:
+        return [math.fsum(column) for column in zip(*M)]
+    except OverflowError:  # fsum's own: the running total left float64's range
+        raise OverflowError("the column sums") from None
 
 
-@checked(also=_all_one_shape)
-def sum_matrices(Ms: Sequence[Matrix]) -> Matrix:
-    """Add matrices of the same shape entry by entry, each entry one ``math.fsum``.
-
-    Where a value is used in several places (X feeds Q, K and V; a shared
-    key/value head serves several query heads), its gradient is the sum.
-
-    >>> sum_matrices([[[1, 2]], [[10, 20]], [[100, 200]]])
-    [[111.0, 222.0]]
-    """
+def summed(Ms: Sequence[Matrix]) -> Matrix:  # n x (r, c) -> (r, c), unchecked
+    """Matrices of one shape added entry by entry, each entry one fsum: where a value is used in several
+    places (a key/value head that several query heads read), its gradient is the sum."""
     return [[math.fsum(entries) for entries in zip(*rows)] for rows in zip(*Ms)]
 
 
@@ -120,29 +129,19 @@ class HeadGradients(NamedTuple):
     dV: Matrix  # (T_k, d_v) = A^T d_head
 
 
-def _head_backward(Q: Matrix, K: Matrix, V: Matrix, A: Matrix, d_head: Matrix, *, mask: Optional[Mask],
-                   scale: float) -> HeadGradients:
-    """One head's gradients, given its weights A and the gradient of its output (a ``step`` of each_head)."""
-    dA = matmul(d_head, transpose(V))
-    dS = [softmax_backward(p, dp) for p, dp in zip(A, dA)]
-    dQ = scale_matrix(matmul(dS, K), scale)
-    dK = scale_matrix(matmul(transpose(dS), Q), scale)
-    return HeadGradients(dA, dS, dQ, dK, matmul(transpose(A), d_head))
+def head_backward(Q: Matrix, K: Matrix, V: Matrix, A: Matrix, d_head: Matrix, *, mask: Optional[Mask],
+                  scale: float) -> HeadGradients:
+    """One head's gradients, given its weights A and the gradient of its output, unchecked (a step of the head loop)."""
+    dA = product(d_head, list(zip(*V)))  # d_head V^T
+    dS = softmax_rows_backward(A, dA)
+    dS_T = list(zip(*dS))
+    dQ = [[x * scale for x in row] for row in product(dS, K)]
+    dK = [[x * scale for x in row] for row in product(dS_T, Q)]
+    return HeadGradients(dA, dS, dQ, dK, product(list(zip(*A)), d_head))
 
 
-@checked(**dict(ONE_HEAD_CONTRACT, grad_out="finite matrix T d_v",
-                why=dict(ONE_HEAD_CONTRACT["why"], grad_out="{name} is {shape}; it must have the shape of the "
-                                                            "output, (queries, d_v) = {T}x{d_v}"),
-                finite_result=lambda grads: grads[0] + grads[1] + grads[2]))
-def attention_backward(
-    Q: Matrix,
-    K: Matrix,
-    V: Matrix,
-    grad_out: Matrix,
-    *,
-    mask: Optional[Mask] = None,
-    scale: Optional[float] = None,
-) -> tuple[Matrix, Matrix, Matrix]:
+def attention_backward(Q: Matrix, K: Matrix, V: Matrix, grad_out: Matrix, *, mask: Optional[Mask] = None,
+                       scale: Optional[float] = None) -> tuple[Matrix, Matrix, Matrix]:  # -> (dQ, dK, dV)
     """Gradients (dQ, dK, dV) of one head, out = softmax(Q K^T * scale) V, given grad_out (T, d_v).
 
     Q is (T, d_k), K (T_k, d_k), V (T_k, d_v); ``mask`` (T, T_k) is True where
@@ -157,9 +156,16 @@ def attention_backward(
     >>> attention_backward([[1.0]], [[0.0], [0.0]], [[1.0], [3.0]], [[1.0]], scale=1.0)
     ([[0.0]], [[-0.5], [0.5]], [[0.5], [0.5]])
     """
-    A = attention_steps(Q, K, V, mask=mask, scale=scale).weights  # the forward pass
-    grads = _head_backward(Q, K, V, A, grad_out, mask=mask, scale=default_scale(len(K[0]), scale))
-    return grads.dQ, grads.dK, grads.dV
+    c = check_head("attention_backward", Q, K, V, mask, scale)
+    if check_matrix("attention_backward", "grad_out", grad_out) != (len(Q), len(V[0])):
+        raise ShapeError(f"attention_backward: grad_out is {len(grad_out)}x{len(grad_out[0])}; it must have the "
+                         f"shape of the output, (queries, d_v) = {len(Q)}x{len(V[0])}")
+    try:
+        A = one_head(Q, K, V, mask=mask, scale=c).weights  # the forward pass
+        grads = head_backward(Q, K, V, A, grad_out, mask=mask, scale=c)
+        return finite(grads.dQ, "the gradients"), finite(grads.dK, "the gradients"), finite(grads.dV, "the gradients")
+    except OverflowError as error:
+        raise too_large("attention_backward", error) from None
 
 
 # === Multi-head attention ===
@@ -195,82 +201,70 @@ class BackwardTrace(NamedTuple):
     gradients: MHAGradients  # of every input and weight
 
 
-def _backward(weights: MHAWeights, Q: list[Matrix], K: list[Matrix], V: list[Matrix], A: list[Matrix],
-              concat: Matrix, x: Matrix, context: Optional[Matrix], G: Matrix, scale: Optional[float]) -> BackwardTrace:
-    """The backward pass, from the forward pass's Q, K, V, attention weights A and concat (its output
-    is not needed). The trace's ``forward`` is left None for the caller that has one."""
-    h_count, g_count = len(Q), len(K)
+def backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optional[Matrix], G: Matrix,
+             scale: float) -> BackwardTrace:
+    """The backward pass through a forward pass's intermediates, on arguments already checked."""
+    h_count, g_count = len(fwd.Q), len(fwd.K)
     group = h_count // g_count  # query heads per key/value head
 
     # Output projection: output = concat W_O + b_O.
-    dW_O = matmul(transpose(concat), G)
-    d_concat = matmul(G, transpose(weights.W_O))
-    d_heads = split_heads(d_concat, h_count)
+    dW_O = product(list(zip(*fwd.concat)), G)
+    d_concat = product(G, list(zip(*weights.W_O)))  # G W_O^T
+    d_heads = columns_of(d_concat, [len(fwd.V[0][0])] * h_count)
 
     # Each head: head_h = softmax(Q_h K_g^T * c) V_g, through the forward pass's head loop.
-    c = default_scale(len(K[0][0]), scale)
-    heads = each_head(Q, K, V, scale=c, step=_head_backward, per_head=(A, d_heads))
+    heads = head_loop(fwd.Q, fwd.K, fwd.V, mask=None, scale=scale, step=head_backward,
+                      per_head=(fwd.attention, d_heads))
     dQ = [head.dQ for head in heads]
     # A key/value head read by several query heads gathers their gradients (read by one: that head's).
     if group == 1:
         dK, dV = [head.dK for head in heads], [head.dV for head in heads]
     else:
-        dK = [sum_matrices([head.dK for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
-        dV = [sum_matrices([head.dV for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
+        dK = [summed([head.dK for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
+        dV = [summed([head.dV for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
 
     # Projections: Q_h = X W_Q[h] + b_Q[h], K_g = C W_K[g] + b_K[g], V_g = C W_V[g] + b_V[g].
-    X_T = transpose(x)
-    C_T = X_T if context is None else transpose(context)
-    dW_Q = [matmul(X_T, dQ_h) for dQ_h in dQ]
-    dW_K = [matmul(C_T, dK_g) for dK_g in dK]
-    dW_V = [matmul(C_T, dV_g) for dV_g in dV]
+    X_T = list(zip(*x))
+    C_T = X_T if context is None else list(zip(*context))
+    dW_Q = [product(X_T, dQ_h) for dQ_h in dQ]
+    dW_K = [product(C_T, dK_g) for dK_g in dK]
+    dW_V = [product(C_T, dV_g) for dV_g in dV]
     # X feeds every query head, C every key and value head: dX is the sum of
     # dQ_h W_Q[h]^T over the heads (plus the K and V terms when C is X). Joined
     # side by side, [dQ_0 | dQ_1 | ...] [W_Q[0] | W_Q[1] | ...]^T is that sum,
     # every entry one fsum over all the heads' products.
     if context is None:
-        dx = matmul(concat_heads(dQ + dK + dV), transpose(concat_heads(weights.W_Q + weights.W_K + weights.W_V)))
+        dx = product(joined(dQ + dK + dV), list(zip(*joined(weights.W_Q + weights.W_K + weights.W_V))))
         dcontext = None
     else:
-        dx = matmul(concat_heads(dQ), transpose(concat_heads(weights.W_Q)))
-        dcontext = matmul(concat_heads(dK + dV), transpose(concat_heads(weights.W_K + weights.W_V)))
+        dx = product(joined(dQ), list(zip(*joined(weights.W_Q))))
+        dcontext = product(joined(dK + dV), list(zip(*joined(weights.W_K + weights.W_V))))
 
     biases = {}
-    if weights.b_Q is not None:
-        biases["b_Q"] = [column_sums(dQ_h) for dQ_h in dQ]
-    if weights.b_K is not None:
-        biases["b_K"] = [column_sums(dK_g) for dK_g in dK]
-    if weights.b_V is not None:
-        biases["b_V"] = [column_sums(dV_g) for dV_g in dV]
+    for part, grads in (("b_Q", dQ), ("b_K", dK), ("b_V", dV)):
+        if getattr(weights, part) is not None:
+            biases[part] = [sums_of_columns(M) for M in grads]
     if weights.b_O is not None:
-        biases["b_O"] = column_sums(G)
+        biases["b_O"] = sums_of_columns(G)
     grads = MHAGradients(dx, dcontext, dW_Q, dW_K, dW_V, dW_O, **biases)
-    return BackwardTrace(None, [list(row) for row in G], d_concat, d_heads, [head.dA for head in heads],
+    for M in (dx, dcontext or [[0.0]], dW_O, *dW_Q, *dW_K, *dW_V):
+        finite(M, "the gradients")
+    return BackwardTrace(fwd, [list(row) for row in G], d_concat, d_heads, [head.dA for head in heads],
                          [head.dS for head in heads], dQ, dK, dV, grads)
 
 
-_BACKWARD = dict(LAYER_CONTRACT, grad_output="finite matrix T d_model", mask="optional mask T T_k",
-                 scale="optional positive number", same={"T_k": "T"},
-                 why=dict(LAYER_CONTRACT["why"], grad_output="{name} is {shape}; it must have the shape of the "
-                                                              "output, (T, d_model) = {T}x{d_model}"))
+def check_backward(func: str, x: object, weights: MHAWeights, grad_output: object, context: object, mask: object,
+                   scale: object) -> float:
+    """The forward pass's arguments, and grad_output of the output's shape; return the scale to use."""
+    c = check_layer(func, x, weights, context, mask, scale)
+    if check_matrix(func, "grad_output", grad_output) != (len(x), len(x[0])):
+        raise ShapeError(f"{func}: grad_output is {len(grad_output)}x{len(grad_output[0])}; it must have the shape "
+                         f"of the output, (T, d_model) = {len(x)}x{len(x[0])}")
+    return c
 
 
-def _every_gradient(g: MHAGradients) -> Matrix:
-    """The rows of every weight's and input's gradient, for the door's finite check (a bias's gradient
-    is an fsum of finite numbers, which raises OverflowError itself rather than return inf)."""
-    return g.x + (g.context or []) + g.W_O + [row for M in g.W_Q + g.W_K + g.W_V for row in M]
-
-
-@checked(**_BACKWARD, finite_result=lambda trace: _every_gradient(trace.gradients))
-def attention_backward_trace(
-    x: Matrix,
-    weights: MHAWeights,
-    grad_output: Matrix,
-    *,
-    context: Optional[Matrix] = None,
-    mask: Optional[Mask] = None,
-    scale: Optional[float] = None,
-) -> BackwardTrace:
+def attention_backward_trace(x: Matrix, weights: MHAWeights, grad_output: Matrix, *, context: Optional[Matrix] = None,
+                             mask: Optional[Mask] = None, scale: Optional[float] = None) -> BackwardTrace:
     """The backward pass of multi-head attention of x (T, d_model), keeping every intermediate.
 
     ``grad_output`` (T, d_model) is the gradient of a loss with respect to the
@@ -278,21 +272,16 @@ def attention_backward_trace(
     first to give the forward intermediates. ``.gradients`` is what
     ``multi_head_attention_backward`` returns.
     """
-    fwd = attention_trace(x, weights, context=context, mask=mask, scale=scale)
-    back = _backward(weights, fwd.Q, fwd.K, fwd.V, fwd.attention, fwd.concat, x, context, grad_output, scale)
-    return back._replace(forward=fwd)
+    c = check_backward("attention_backward_trace", x, weights, grad_output, context, mask, scale)
+    try:
+        return backward(weights, trace_layer(x, weights, context, mask, c), x, context, grad_output, c)
+    except OverflowError as error:
+        raise too_large("attention_backward_trace", error) from None
 
 
-@checked(**_BACKWARD, finite_result=_every_gradient)
-def multi_head_attention_backward(
-    x: Matrix,
-    weights: MHAWeights,
-    grad_output: Matrix,
-    *,
-    context: Optional[Matrix] = None,
-    mask: Optional[Mask] = None,
-    scale: Optional[float] = None,
-) -> MHAGradients:
+def multi_head_attention_backward(x: Matrix, weights: MHAWeights, grad_output: Matrix, *,
+                                  context: Optional[Matrix] = None, mask: Optional[Mask] = None,
+                                  scale: Optional[float] = None) -> MHAGradients:  # -> MHAGradients
     """Gradients of sum(multi_head_attention(x, weights, ...) * grad_output); grad_output is (T, d_model).
 
     Returns ``MHAGradients`` shaped like x, context (None for self-attention)
@@ -308,9 +297,8 @@ def multi_head_attention_backward(
     >>> g.W_O, g.b_O, g.x
     ([[0.0]], [2.0], [[0.0], [0.0]])
     """
-    # The forward pass up to the joined heads: the gradients do not need its output, concat W_O + b_O.
-    Q, K, V = project_heads(x, weights, context)
-    heads = each_head(Q, K, V, mask=mask, scale=scale)
-    concat = concat_heads([head.output for head in heads])
-    return _backward(weights, Q, K, V, [head.weights for head in heads], concat, x, context, grad_output,
-                     scale).gradients
+    c = check_backward("multi_head_attention_backward", x, weights, grad_output, context, mask, scale)
+    try:
+        return backward(weights, trace_layer(x, weights, context, mask, c), x, context, grad_output, c).gradients
+    except OverflowError as error:
+        raise too_large("multi_head_attention_backward", error) from None

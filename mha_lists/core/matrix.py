@@ -1,20 +1,26 @@
 """Matrices as lists of rows, and the few operations attention needs.
 
-A matrix is a list of rows; ``shape(M)`` is ``(rows, columns)``. Each function
-says above it what its arguments must be (``@checked``, see checks.py); its body
-is the arithmetic and nothing else. No function changes its arguments: each
-returns new lists. Every sum is a ``math.fsum``, which is correctly rounded,
-so the numbers are the same on every CPython (notebook 07a says why).
+A matrix is a list of rows; ``shape(M)`` is ``(rows, columns)``. Each public
+function checks its own arguments at its top (checks.py), then does its
+arithmetic. No function changes its arguments: each returns new lists. Every
+sum is a ``math.fsum``, which is correctly rounded, so the numbers are the same
+on every CPython (notebook 07a says why).
+
+``product`` is matmul's arithmetic with no checks: ``matmul`` calls it after
+its checks, and so do attention and its gradients, which check their own
+arguments once at their top and then multiply many matrices they made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import fsum
+from itertools import chain
+from math import fsum, isfinite
 from operator import mul
 from typing import Union
 
-from .checks import ShapeError, all_finite, check_matrix, check_positive_int, checked, describe
+from .checks import ShapeError, check_matrix, check_number, check_positive_int, check_rows, check_vector, \
+    shorten, too_large
 
 Number = Union[int, float]
 Vector = list[float]
@@ -24,139 +30,146 @@ __all__ = ["shape", "dot", "matmul", "transpose", "add", "add_row", "scale", "sp
            "split_rows"]
 
 
-# === Shapes ===
-
-
-@checked(M="matrix n m")
-def shape(M: Matrix) -> tuple[int, int]:
-    """Return (rows, columns) of M (n, m).
+def shape(M: Matrix) -> tuple[int, int]:  # (n, m) -> (n, m)
+    """Return (rows, columns) of M.
 
     >>> shape([[1, 2, 3], [4, 5, 6]])
     (2, 3)
     """
-    return len(M), len(M[0])
+    return check_matrix("shape", "M", M, finite=False)
 
 
 # === Arithmetic ===
 
 
-@checked(u="finite vector n", v="finite vector n", finite_result=True,
-         why={"n": "u has {expected} entries and v has {value}; they must have the same length"})
-def dot(u: Vector, v: Vector) -> float:
+def product(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p), unchecked
+    """Entry ``[i][j]`` is row i of A times column j of B, ``fsum(A[i][t] * B[t][j])``:
+    ``zip(*B)`` gives B's columns, ``map(mul, row, col)`` the products."""
+    columns = list(zip(*B))
+    try:
+        return [[fsum(map(mul, row, col)) for col in columns] for row in A]
+    except ValueError:  # fsum met inf - inf: products past float64's range
+        raise OverflowError("the products") from None
+
+
+def finite(M: Matrix, what: str) -> Matrix:
+    """M itself when every entry is finite; else an OverflowError saying what overflowed."""
+    if not all(map(isfinite, chain.from_iterable(M))):
+        raise OverflowError(what)
+    return M
+
+
+def dot(u: Vector, v: Vector) -> float:  # (n,) . (n,) -> ()
     """Dot product of two vectors of the same length, summed with ``math.fsum``.
 
     >>> dot([1, 2, 3], [4, 5, 6])
     32.0
     """
-    return fsum(map(mul, u, v))
+    n, n_v = check_vector("dot", "u", u), check_vector("dot", "v", v)
+    if n != n_v:
+        raise ShapeError(f"dot: u has {n} entries and v has {n_v}; they must have the same length")
+    try:
+        return finite(product([u], [[x] for x in v]), "the products of u and v")[0][0]
+    except OverflowError as error:
+        raise too_large("dot", error) from None
 
 
-@checked(A="finite matrix n m", B="finite matrix m p", finite_result=True)
-def matmul(A: Matrix, B: Matrix) -> Matrix:
+def matmul(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p)
     """Multiply A (n, m) by B (m, p); the result is (n, p).
-
-    Entry ``[i][j]`` is row i of A times column j of B, ``fsum(A[i][t] * B[t][j])``:
-    ``zip(*B)`` gives B's columns, ``map(mul, row, col)`` the products.
 
     >>> matmul([[1, 2]], [[3], [4]])
     [[11.0]]
     >>> matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]])
     [[19.0, 22.0], [43.0, 50.0]]
     """
-    columns = list(zip(*B))
-    return [[fsum(map(mul, row, col)) for col in columns] for row in A]
+    n, m = check_matrix("matmul", "A", A)
+    m_B, p = check_matrix("matmul", "B", B)
+    if m != m_B:
+        raise ShapeError(f"matmul: A is {n}x{m} and B is {m_B}x{p}; A's columns ({m}) must equal B's rows ({m_B})")
+    try:
+        return finite(product(A, B), "the products of A and B")
+    except OverflowError as error:
+        raise too_large("matmul", error) from None
 
 
-@checked(M="matrix n m")
-def transpose(M: Matrix) -> Matrix:
-    """Swap rows and columns: M (n, m) becomes (m, n).
+def transpose(M: Matrix) -> Matrix:  # (n, m) -> (m, n)
+    """Swap rows and columns.
 
     >>> transpose([[1, 2, 3], [4, 5, 6]])
     [[1, 4], [2, 5], [3, 6]]
     """
+    check_matrix("transpose", "M", M, finite=False)
     return [list(col) for col in zip(*M)]
 
 
-_SAME_SHAPE = "both must have the same shape"
-
-
-@checked(A="finite matrix n m", B="finite matrix n m", finite_result=True, why={"n": _SAME_SHAPE, "m": _SAME_SHAPE})
-def add(A: Matrix, B: Matrix) -> Matrix:
+def add(A: Matrix, B: Matrix) -> Matrix:  # (n, m) + (n, m) -> (n, m)
     """Add two matrices of the same shape, entry by entry.
 
     >>> add([[1, 2]], [[10, 20]])
     [[11, 22]]
     """
-    return [[a + b for a, b in zip(row_a, row_b)] for row_a, row_b in zip(A, B)]
+    shape_A, shape_B = check_matrix("add", "A", A), check_matrix("add", "B", B)
+    if shape_A != shape_B:
+        raise ShapeError(f"add: A is {shape_A[0]}x{shape_A[1]} and B is {shape_B[0]}x{shape_B[1]}; "
+                         "both must have the same shape")
+    try:
+        return finite([[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)], "the sums of A and B")
+    except OverflowError as error:
+        raise too_large("add", error) from None
 
 
-@checked(M="finite matrix n p", b="finite vector p", finite_result=True,
-         why={"p": "M is {first_shape} and b has {value} entries; b needs one entry per column ({expected})"})
-def add_row(M: Matrix, b: Vector) -> Matrix:
-    """Add the vector b (p,) to every row of M (n, p): a bias, broadcast over rows.
+def add_row(M: Matrix, b: Vector) -> Matrix:  # (n, p) + (p,) -> (n, p)
+    """Add the vector b to every row of M: a bias, broadcast over rows.
 
     >>> add_row([[1, 2], [3, 4]], [10, 20])
     [[11, 22], [13, 24]]
     """
-    return [[x + y for x, y in zip(row, b)] for row in M]
+    n, p = check_matrix("add_row", "M", M)
+    if check_vector("add_row", "b", b) != p:
+        raise ShapeError(f"add_row: M is {n}x{p} and b has {len(b)} entries; b needs one entry per column ({p})")
+    try:
+        return finite([[x + y for x, y in zip(row, b)] for row in M], "the sums of M and b")
+    except OverflowError as error:
+        raise too_large("add_row", error) from None
 
 
-@checked(M="finite matrix n m", c="number", finite_result=True)
-def scale(M: Matrix, c: Number) -> Matrix:
+def scale(M: Matrix, c: Number) -> Matrix:  # (n, m) * () -> (n, m)
     """Multiply every entry of M by the finite number c.
-
-    With |c| > 1 a product can leave float64's range, so then the result is looked
-    at here, even inside attention: a score that overflowed to -inf would otherwise
-    look like a masked key and get weight 0.
 
     >>> scale([[1, 2], [3, 4]], 0.5)
     [[0.5, 1.0], [1.5, 2.0]]
     """
-    result = [[x * c for x in row] for row in M]
-    if abs(c) > 1 and not all_finite(result):
-        raise OverflowError("scale: a product left float64's range")  # the door names the function called
-    return result
+    check_matrix("scale", "M", M)
+    check_number("scale", "c", c)
+    try:
+        return finite([[x * c for x in row] for row in M], "the products of M and c")
+    except OverflowError as error:
+        raise too_large("scale", error) from None
 
 
 # === Heads: column blocks and row blocks ===
 
 
-def _heads_divide_columns(func: str, arguments: dict, sizes: dict) -> None:
-    if sizes["m"] % arguments["num_heads"]:
-        raise ShapeError(
-            f"{func}: M is {sizes['n']}x{sizes['m']}; its {sizes['m']} columns cannot be cut into "
-            f"{arguments['num_heads']} blocks of equal width"
-        )
-
-
-@checked(M="matrix n m", num_heads="positive int", also=_heads_divide_columns)
-def split_heads(M: Matrix, num_heads: int) -> list[Matrix]:
-    """Cut M (n, num_heads * w) into num_heads matrices (n, w), left to right.
-
-    This is how one wide projection becomes one matrix per head.
+def split_heads(M: Matrix, num_heads: int) -> list[Matrix]:  # (n, h * w) -> h x (n, w)
+    """Cut M into num_heads matrices of equal width, left to right: one wide projection, one matrix per head.
 
     >>> split_heads([[1, 2, 3, 4], [5, 6, 7, 8]], 2)
     [[[1, 2], [5, 6]], [[3, 4], [7, 8]]]
     """
-    w = len(M[0]) // num_heads
-    return [[list(row[b * w:(b + 1) * w]) for row in M] for b in range(num_heads)]
+    n, m = check_matrix("split_heads", "M", M, finite=False)
+    if m % check_positive_int("split_heads", "num_heads", num_heads):
+        raise ShapeError(f"split_heads: M is {n}x{m}; its {m} columns cannot be cut into "
+                         f"{num_heads} blocks of equal width")
+    return columns_of(M, [m // num_heads] * num_heads)
 
 
-def _same_rows(func: str, arguments: dict, sizes: dict) -> None:
-    heads = arguments["heads"]
-    if not isinstance(heads, (list, tuple)) or len(heads) == 0:
-        raise ShapeError(f"{func}: heads must be a non-empty list of matrices")
-    shapes = [check_matrix(func, f"heads[{b}]", B) for b, B in enumerate(heads)]
-    for b, (rows, _) in enumerate(shapes):
-        if rows != shapes[0][0]:
-            raise ShapeError(
-                f"{func}: heads[0] is {describe(shapes[0])} but heads[{b}] is "
-                f"{describe(shapes[b])}; every head must have the same number of rows"
-            )
+def columns_of(M: Matrix, widths: Sequence[int]) -> list[Matrix]:  # unchecked: blocks of the given widths
+    """M's columns cut into consecutive blocks of the given widths, left to right."""
+    starts = [sum(widths[:b]) for b in range(len(widths))]
+    return [[list(row[s:s + w]) for row in M] for s, w in zip(starts, widths)]
 
 
-@checked(also=_same_rows)
-def concat_heads(heads: Sequence[Matrix]) -> Matrix:
+def concat_heads(heads: Sequence[Matrix]) -> Matrix:  # h x (n, w) -> (n, h * w)
     """Join matrices with the same number of rows side by side: [head_0 | head_1 | ...].
 
     The inverse of ``split_heads``; it is how head outputs are concatenated.
@@ -164,31 +177,34 @@ def concat_heads(heads: Sequence[Matrix]) -> Matrix:
     >>> concat_heads([[[1, 2], [5, 6]], [[3, 4], [7, 8]]])
     [[1, 2, 3, 4], [5, 6, 7, 8]]
     """
+    if not isinstance(heads, (list, tuple)) or len(heads) == 0:
+        raise ShapeError(f"concat_heads: heads must be a non-empty list of matrices, got {shorten(heads)}")
+    shapes = [check_matrix("concat_heads", f"heads[{b}]", B, finite=False) for b, B in enumerate(heads)]
+    for b, (rows, cols) in enumerate(shapes):
+        if rows != shapes[0][0]:
+            raise ShapeError(f"concat_heads: heads[0] is {shapes[0][0]}x{shapes[0][1]} but heads[{b}] is "
+                             f"{rows}x{cols}; every head must have the same number of rows")
+    return joined(heads)
+
+
+def joined(heads: Sequence[Matrix]) -> Matrix:  # unchecked concat_heads
+    """[head_0 | head_1 | ...], row by row."""
     return [[x for head in heads for x in head[i]] for i in range(len(heads[0]))]
 
 
-def _sizes_add_up(func: str, arguments: dict, sizes_: dict) -> None:
-    sizes = arguments["sizes"]
-    if not isinstance(sizes, (list, tuple)) or not sizes:
-        raise TypeError(f"{func}: sizes must be a non-empty list of positive ints, got {sizes!r}")
-    for t, s in enumerate(sizes):
-        check_positive_int(func, f"sizes[{t}]", s)
-    if sum(sizes) != sizes_["n"]:
-        raise ShapeError(
-            f"{func}: M has {sizes_['n']} rows but the sizes {list(sizes)} add up to {sum(sizes)}; "
-            "they must be positive and add up to the number of rows"
-        )
-
-
-@checked(M="matrix n m", also=_sizes_add_up)
-def split_rows(M: Matrix, sizes: Sequence[int]) -> list[Matrix]:
+def split_rows(M: Matrix, sizes: Sequence[int]) -> list[Matrix]:  # (sum(sizes), m) -> blocks of rows
     """Cut M into consecutive row blocks of the given sizes (they must add up to M's rows).
 
     >>> split_rows([[1], [2], [3]], [1, 2])
     [[[1]], [[2], [3]]]
     """
-    blocks, start = [], 0
-    for s in sizes:
-        blocks.append([list(row) for row in M[start:start + s]])
-        start += s
-    return blocks
+    n, _ = check_rows("split_rows", "M", M)
+    if not isinstance(sizes, (list, tuple)) or not sizes:
+        raise TypeError(f"split_rows: sizes must be a non-empty list of positive ints, got {shorten(sizes)}")
+    for t, s in enumerate(sizes):
+        check_positive_int("split_rows", f"sizes[{t}]", s)
+    if sum(sizes) != n:
+        raise ShapeError(f"split_rows: M has {n} rows but the sizes {shorten(list(sizes))} add up to {sum(sizes)}; "
+                         "they must be positive and add up to the number of rows")
+    starts = [sum(sizes[:t]) for t in range(len(sizes))]
+    return [[list(row) for row in M[s:s + size]] for s, size in zip(starts, sizes)]

@@ -12,76 +12,68 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import ShapeError, check_int, check_rows, check_str, checked, is_number, kind
+from ..core.checks import ShapeError, check_int, check_number, check_rows, check_str, check_vector, is_number, \
+    shorten
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
            "show"]
 
 
-# === What the display functions take (kinds of argument for @checked) ===
+# === What the display functions take ===
 
 
-@kind("display digits")
-def _check_digits(func: str, name: str, digits: object, expected: tuple = ()) -> int:
+def check_digits(func: str, digits: object) -> int:
     """Digits after the point: an int from 0 to 17."""
-    if not 0 <= check_int(func, name, digits) <= 17:
-        raise ValueError(f"{func}: {name} is {digits}; give 0 to 17 digits after the point")
+    if not 0 <= check_int(func, "digits", digits) <= 17:
+        raise ValueError(f"{func}: digits is {digits}; give 0 to 17 digits after the point")
     return digits
 
 
-def _an_int_to_print(func: str, name: str, x: object) -> None:
-    """An int entry is printed in full: at most 100 digits, as check_int allows (Python won't print 4,300)."""
-    if type(x) is int:
-        check_int(func, name, x)
-
-
-@kind("display entry")
-def _check_entry(func: str, name: str, x: object, expected: tuple = ()) -> object:
-    """One entry to show: a number (inf and nan too) or True/False."""
+def check_entry(func: str, name: str, x: object) -> object:
+    """One entry to show: a number (inf and nan too) or True/False; an int of at most 100 digits."""
     if not (is_number(x) or isinstance(x, bool)):
-        raise TypeError(f"{func}: {name} must be a number, got {x!r} ({type(x).__name__})")
-    _an_int_to_print(func, name, x)
+        raise TypeError(f"{func}: {name} must be a number, got {shorten(x)} ({type(x).__name__})")
+    if type(x) is int:  # printed in full: at most 100 digits (Python won't print 4,300)
+        check_int(func, name, x)
     return x
 
 
-@kind("display matrix", ("rows", "columns"))
-def _check_shown(func: str, name: str, M: object, expected: tuple = ()) -> tuple[int, int]:
+def check_shown(func: str, name: str, M: object) -> tuple[int, int]:
     """A matrix to show: a non-empty rectangular list of rows of numbers, or of True/False (a mask)."""
     shape = check_rows(func, name, M)
     for i, row in enumerate(M):
         for j, x in enumerate(row):
             if not (is_number(x) or isinstance(x, bool)):
-                raise TypeError(f"{func}: {name}[{i}][{j}] is {x!r}; entries must be numbers (or True/False)")
-            _an_int_to_print(func, f"{name}[{i}][{j}]", x)
+                raise TypeError(f"{func}: {name}[{i}][{j}] is {shorten(x)}; entries must be numbers (or True/False)")
+            check_entry(func, f"{name}[{i}][{j}]", x)
     return shape
 
 
-@kind("display labels", ("labels",))
-def _check_labels(func: str, name: str, labels: object, expected: tuple = ()) -> int:
-    """Labels of rows or columns: a list or tuple (each is shown with str()); return how many."""
+def check_labels(func: str, name: str, labels: object, count: int, what: str) -> None:
+    """Labels of rows or columns, one per ``what`` (each is shown with str()), or None."""
+    if labels is None:
+        return
     if not isinstance(labels, (list, tuple)):
-        raise TypeError(f"{func}: {name} must be a list of labels, got {type(labels).__name__}")
-    return len(labels)
+        raise TypeError(f"{func}: {name} must be a list of labels, got {shorten(labels)}")
+    if len(labels) != count:
+        raise ShapeError(f"{func}: {what} but {len(labels)} {name.replace('_', ' ')} were given")
 
 
-@kind("display tokens", ("labels",))
-def _check_tokens(func: str, name: str, tokens: object, expected: tuple = ()) -> int:
-    """The query tokens of an attention heatmap: a list or tuple of labels; return how many."""
-    if not isinstance(tokens, (list, tuple)):
-        raise TypeError(f"{func}: {name} must be a list of labels, one per query, got {tokens!r}")
-    return len(tokens)
-
-
-_LABELS_FIT = {"row_labels": "M has {expected} rows but {value} row labels were given",
-               "col_labels": "M has {expected} columns but {value} column labels were given"}
-_TABLE = dict(M="display matrix n m", digits="display digits", row_labels="optional display labels n",
-              col_labels="optional display labels m", title="optional str", why=_LABELS_FIT)
+def check_table(func: str, M: object, row_labels: object, col_labels: object, digits: object,
+                title: object) -> tuple[int, int]:
+    """What format_matrix takes, and print_matrix and the heatmaps too; return M's shape."""
+    n, m = check_shown(func, "M", M)
+    check_labels(func, "row_labels", row_labels, n, f"M has {n} rows")
+    check_labels(func, "col_labels", col_labels, m, f"M has {m} columns")
+    check_digits(func, digits)
+    if title is not None:
+        check_str(func, "title", title)
+    return n, m
 
 
 # === Text ===
 
 
-@checked(digits="display digits", x="display entry")
 def format_number(x: float, digits: int = 4) -> str:
     """Fixed-point text for one entry: ``format_number(-0.00001)`` is ``'0.0000'``, not ``'-0.0000'``.
 
@@ -90,6 +82,8 @@ def format_number(x: float, digits: int = 4) -> str:
     >>> format_number(1 / 3), format_number(float("-inf")), format_number(True)
     ('0.3333', '-inf', '1')
     """
+    check_entry("format_number", "x", x)
+    check_digits("format_number", digits)
     if isinstance(x, bool):
         return "1" if x else "0"
     if isinstance(x, int):
@@ -112,7 +106,6 @@ def _labels(M, row_labels, col_labels) -> tuple[list[str], list[str]]:
     return rows, cols
 
 
-@checked(**_TABLE)
 def format_matrix(
     M: Sequence[Sequence[float]],
     *,
@@ -131,7 +124,7 @@ def format_matrix(
     a  1.00  0.50
     b  0.25  0.00
     """
-    n, m = len(M), len(M[0])
+    n, m = check_table("format_matrix", M, row_labels, col_labels, digits, title)
     rows, cols = _labels(M, row_labels, col_labels)
     text = [[format_number(x, digits) for x in row] for row in M]
     label_width = max(len(r) for r in rows)
@@ -143,25 +136,14 @@ def format_matrix(
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _print_options(func: str, arguments: dict, sizes: dict) -> None:
-    """print_matrix's options are format_matrix's keywords, checked as format_matrix checks them."""
-    options = arguments["options"]
+def print_matrix(M: Sequence[Sequence[float]], **options) -> None:  # (n, m)
+    """Print ``format_matrix(M, **options)``: row_labels, col_labels, digits, title."""
     unknown = sorted(set(options) - {"row_labels", "col_labels", "digits", "title"})
     if unknown:
-        raise TypeError(f"{func}: unknown option {unknown[0]!r}; the options are row_labels, col_labels, "
-                        "digits and title")
-    if "digits" in options:
-        _check_digits(func, "digits", options["digits"])
-    for name, n in (("row_labels", sizes["n"]), ("col_labels", sizes["m"])):
-        if options.get(name) is not None and _check_labels(func, name, options[name]) != n:
-            raise ShapeError(f"{func}: " + _LABELS_FIT[name].format(expected=n, value=len(options[name])))
-    if options.get("title") is not None:
-        check_str(func, "title", options["title"])
-
-
-@checked(M="display matrix n m", also=_print_options)
-def print_matrix(M: Sequence[Sequence[float]], **options) -> None:
-    """Print ``format_matrix(M, **options)``: row_labels, col_labels, digits, title."""
+        raise TypeError(f"print_matrix: unknown option {shorten(unknown[0])}; the options are row_labels, "
+                        "col_labels, digits and title")
+    check_table("print_matrix", M, options.get("row_labels"), options.get("col_labels"), options.get("digits", 4),
+                options.get("title"))
     print(format_matrix(M, **options))
 
 
@@ -172,13 +154,12 @@ def _cell_colour(t: float) -> tuple[str, str]:
     return f"rgb({red},{green},255)" if t < 0.999 else "rgb(33,102,255)", "#fff" if t > 0.55 else "#000"
 
 
-def _colour_range(func: str, arguments: dict, sizes: dict) -> None:
-    vmin, vmax = arguments["vmin"], arguments["vmax"]
+def check_colour_range(func: str, vmin: object, vmax: object) -> None:
+    for name, value in (("vmin", vmin), ("vmax", vmax)):
+        if value is not None:
+            check_number(func, name, value)
     if vmin is not None and vmax is not None and vmin >= vmax:
         raise ValueError(f"{func}: vmin is {vmin} and vmax is {vmax}; vmin must be below vmax")
-
-
-_HEATMAP = dict(_TABLE, vmin="optional number", vmax="optional number", also=_colour_range)
 
 
 class Heatmap:
@@ -187,14 +168,15 @@ class Heatmap:
     Jupyter calls ``_repr_html_``; a terminal shows the text table instead.
     """
 
-    @checked(**_HEATMAP, note="optional str", called="Heatmap")
     def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None, note=None):
-        self.n, self.m = len(M), len(M[0])
+        self.n, self.m = check_table("Heatmap", M, row_labels, col_labels, digits, title)
+        check_colour_range("Heatmap", vmin, vmax)
+        if note is not None:
+            check_str("Heatmap", "note", note)
         self.rows, self.cols = _labels(M, row_labels, col_labels)
         self.M = [list(row) for row in M]
         self.digits, self.title, self.note = digits, title, note
-        # The colours are worked out in floats: an int past float64's range stops here (OverflowError),
-        # and the door reports it as too large.
+        # The colours are worked out in floats (an int entry has at most 100 digits: a float).
         finite = [x for row in self.M for x in row if not isinstance(x, bool) and math.isfinite(x)]
         self.vmin = (min(finite) if finite else 0.0) if vmin is None else vmin
         self.vmax = (max(finite) if finite else 1.0) if vmax is None else vmax
@@ -227,23 +209,13 @@ class Heatmap:
         return "\n".join(out)
 
 
-@checked(**_HEATMAP)
 def heatmap(M, *, row_labels=None, col_labels=None, digits: int = 2, title=None, vmin=None, vmax=None) -> Heatmap:
     """Any matrix as a heatmap; colours span vmin..vmax (default: the smallest and largest finite value)."""
+    check_table("heatmap", M, row_labels, col_labels, digits, title)
+    check_colour_range("heatmap", vmin, vmax)
     return Heatmap(M, row_labels=row_labels, col_labels=col_labels, digits=digits, title=title, vmin=vmin, vmax=vmax)
 
 
-def _keys_fit(func: str, arguments: dict, sizes: dict) -> None:
-    """Without key_tokens the tokens label the keys too: one per column of weights."""
-    if arguments["key_tokens"] is None and sizes["n"] != sizes["m"]:
-        raise ShapeError(f"{func}: weights has {sizes['m']} columns but {sizes['n']} tokens were given; "
-                         "give key_tokens, one per column")
-
-
-@checked(weights="display matrix n m", tokens="display tokens n", key_tokens="optional display labels m",
-         digits="display digits", title="optional str", also=_keys_fit,
-         why={"tokens": "weights has {expected} rows but {value} tokens were given",
-              "key_tokens": "weights has {expected} columns but {value} key tokens were given"})
 def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, title: Optional[str] = None) -> Heatmap:
     """Attention weights (queries x keys) as a heatmap on a fixed 0..1 colour scale.
 
@@ -257,32 +229,43 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
     a  1.00  0.00
     b  0.50  0.50
     """
+    func = "attention_heatmap"
+    n, m = check_shown(func, "weights", weights)
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"{func}: tokens must be a list of labels, one per query, got {shorten(tokens)}")
+    check_labels(func, "tokens", tokens, n, f"weights has {n} rows")
+    check_labels(func, "key_tokens", key_tokens, m, f"weights has {m} columns")
+    if key_tokens is None and n != m:
+        raise ShapeError(f"{func}: weights has {m} columns but {n} tokens were given; give key_tokens, one per column")
+    check_digits(func, digits)
+    if title is not None:
+        check_str(func, "title", title)
     keys = tokens if key_tokens is None else key_tokens
     return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
                    note="rows = queries (who looks), columns = keys (what is looked at)")
 
 
-def _bars_fit(func: str, arguments: dict, sizes: dict) -> None:
+def check_bars(func: str, labels: object, values: object, digits: object, title: object, width: object) -> None:
     """One label per value, no negative value (a bar has a length), and a text bar that fits a line."""
-    labels, values, width = arguments["labels"], arguments["values"], arguments.get("width", 40)
+    n = check_vector(func, "values", values)
     if not isinstance(labels, (list, tuple)):
-        raise TypeError(f"{func}: labels must be a list, got {type(labels).__name__}")
-    if len(labels) != len(values) or not labels:
-        raise ShapeError(f"{func}: {len(labels)} labels for {len(values)} values; give one label per value")
+        raise TypeError(f"{func}: labels must be a list, got {shorten(labels)}")
+    if len(labels) != n:
+        raise ShapeError(f"{func}: {len(labels)} labels for {n} values; give one label per value")
     if min(values) < 0:
-        raise ValueError(f"{func}: values must not be negative")
-    if not 1 <= width <= MAX_BAR_WIDTH:
+        raise ValueError(f"{func}: values must not be negative, got {shorten(min(values))}")
+    check_digits(func, digits)
+    if title is not None:
+        check_str(func, "title", title)
+    if not 1 <= check_int(func, "width", width) <= MAX_BAR_WIDTH:
         raise ValueError(f"{func}: width is {width}; give 1 to {MAX_BAR_WIDTH} characters")
-
-
-_BARS = dict(digits="display digits", values="finite vector n", title="optional str")
 
 
 class BarChart:
     """Labelled horizontal bars in HTML; ``#`` bars as text outside Jupyter."""
 
-    @checked(**_BARS, width="int", also=_bars_fit, called="BarChart")
     def __init__(self, labels, values, *, digits=3, title=None, width=40):
+        check_bars("BarChart", labels, values, digits, title, width)
         self.labels, self.values = [str(s) for s in labels], list(values)
         self.digits, self.title, self.width = digits, title, width
         self.top = max(self.values) or 1.0
@@ -316,7 +299,6 @@ class BarChart:
         return "\n".join(out)
 
 
-@checked(**_BARS, also=_bars_fit)
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3, title: Optional[str] = None) -> BarChart:
     """A bar per (label, value), longest bar for the largest value; values must be >= 0.
 
@@ -326,11 +308,15 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3
     Q       1,280  ########################################
     scores    400  ############
     """
+    check_bars("bar_chart", labels, values, digits, title, 40)
     return BarChart(labels, values, digits=digits, title=title)
 
 
 def show(obj) -> None:
-    """Display a Heatmap or BarChart: as HTML in Jupyter, as text anywhere else."""
+    """Display a picture, a Heatmap or a BarChart: as HTML or SVG in Jupyter, as text anywhere else."""
+    if not any(hasattr(obj, name) for name in ("_repr_html_", "_repr_svg_")):
+        raise TypeError(f"show: obj must be a picture, a Heatmap or a BarChart (something Jupyter can draw), "
+                        f"got {shorten(obj)} ({type(obj).__name__})")
     try:
         from IPython import get_ipython
         from IPython.display import display

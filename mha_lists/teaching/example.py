@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..core.checks import ShapeError, check_int, checked
-from ..core.matrix import Matrix
 from ..core.attention import MHAWeights
-from .weights import check_layer_settings, check_weight_count, derive_rng, init_mha_weights
+from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_positive_int, check_str, \
+    quote_int, shorten, too_large
+from ..core.matrix import Matrix
+from .weights import check_layer_settings, check_std, check_weight_count, derive_rng, init_mha_weights
 
 __all__ = ["VOCAB", "PAD_ID", "running_example", "tokenize", "encode", "embedding_table", "embed"]
 
@@ -31,86 +32,85 @@ MAX_TOKENS = 512  # longest sentence running_example takes: its attention is (to
 WEIGHT_OPTIONS = ("bias", "d_k", "d_v", "num_kv_heads", "init", "std", "n_layer")
 
 
-def _has_tokens(func: str, arguments: dict, sizes: dict) -> None:
-    if not arguments["sentence"].split():
+def check_sentence(func: str, sentence: object) -> list[str]:
+    """A str with at least one token (and at most MAX_TOKENS); return its tokens."""
+    tokens = check_str(func, "sentence", sentence).split()
+    if not tokens:
         raise ValueError(f"{func}: the sentence is empty; give at least one token")
+    if len(tokens) > MAX_TOKENS:
+        raise ValueError(f"{func}: the sentence has {len(tokens):,} tokens; at most {MAX_TOKENS}")
+    return tokens
 
 
-@checked(sentence="str", also=_has_tokens)
 def tokenize(sentence: str) -> list[str]:
     """Split a sentence on spaces: ``"<BOS> I like"`` -> ``['<BOS>', 'I', 'like']``."""
-    return sentence.split()
+    return check_sentence("tokenize", sentence)
 
 
-def _words_in_vocab(func: str, arguments: dict, sizes: dict) -> None:
-    tokens, vocab = arguments["tokens"], arguments["vocab"]
+def check_known(func: str, tokens: object, vocab: object) -> None:
+    """tokens and vocab are lists of str, and every token is in the vocabulary."""
     for name, words in (("tokens", tokens), ("vocab", vocab)):
         if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
-            raise TypeError(f"{func}: {name} must be a list of str, got {words!r}")
+            raise TypeError(f"{func}: {name} must be a list of str, got {shorten(words)}")
     if not vocab:
         raise ValueError(f"{func}: the vocabulary is empty")
-    _check_known(func, tokens, vocab)
-
-
-def _check_known(func: str, tokens: Sequence[str], vocab: Sequence[str]) -> None:
     for token in tokens:
         if token not in vocab:
-            raise ValueError(f"{func}: {token!r} is not in the vocabulary; the vocabulary is {' '.join(vocab)}")
+            raise ValueError(f"{func}: {shorten(token)} is not in the vocabulary; the vocabulary is "
+                             f"{shorten(' '.join(vocab), 200)}")
 
 
-@checked(also=_words_in_vocab)
 def encode(tokens: Sequence[str], vocab: Sequence[str] = VOCAB) -> list[int]:
     """Each token's position in the vocabulary.
 
     >>> encode(["<BOS>", "I", "like", "transformers", "<EOS>"])
     [1, 3, 4, 5, 2]
     """
+    check_known("encode", tokens, vocab)
     return [list(vocab).index(token) for token in tokens]
 
 
-def _table_size(func: str, arguments: dict, sizes: dict) -> None:
-    num_rows, d_model = arguments["num_rows"], arguments["d_model"]
-    check_weight_count(func, num_rows * d_model, f"num_rows {num_rows} and d_model {d_model}")
-
-
-@checked(num_rows="positive int", d_model="positive int", seed="int", std="init std", name="str", also=_table_size)
-def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: float = EMBED_STD) -> Matrix:
-    """A (num_rows, d_model) table of N(0, std) draws from the generator ``derive_rng(seed, name)``.
+def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: float = EMBED_STD) -> Matrix:  # (num_rows, d_model)
+    """A table of N(0, std) draws from the generator ``derive_rng(seed, name)``.
 
     Rows are drawn in order, so a longer table starts with the same rows.
 
     >>> embedding_table(2, 3, seed=42, name="demo") == embedding_table(5, 3, seed=42, name="demo")[:2]
     True
     """
+    check_positive_int("embedding_table", "num_rows", num_rows)
+    check_positive_int("embedding_table", "d_model", d_model)
+    check_int("embedding_table", "seed", seed)
+    check_str("embedding_table", "name", name)
+    check_std("embedding_table", "std", std)
+    check_weight_count("embedding_table", num_rows * d_model, f"num_rows {num_rows} and d_model {d_model}")
     rng = derive_rng(seed, name)
     return [[rng.gauss(0.0, std) for _ in range(d_model)] for _ in range(num_rows)]
 
 
-def _ids_fit(func: str, arguments: dict, sizes: dict) -> None:
-    ids, n_tokens, n_positions = arguments["ids"], sizes["n_tokens"], sizes["n_positions"]
-    if not isinstance(ids, (list, tuple)) or not ids:
-        raise TypeError(f"{func}: ids must be a non-empty list of ints, got {ids!r}")
-    if len(ids) > n_positions:
-        raise ShapeError(
-            f"{func}: {len(ids)} tokens but the position table has {n_positions} rows; "
-            "it needs one row per position"
-        )
-    for i, t in enumerate(ids):
-        if not 0 <= check_int(func, f"ids[{i}]", t) < n_tokens:
-            raise ValueError(f"{func}: ids[{i}] is {t!r}; token ids must be ints from 0 to {n_tokens - 1}")
-
-
-@checked(token_table="finite matrix n_tokens d_model", position_table="finite matrix n_positions d_model",
-         also=_ids_fit, finite_result=True,  # two entries near float64's largest add up to inf
-         why={"d_model": "token rows have {expected} entries but position rows have {value}; "
-                         "both must be d_model wide"})
-def embed(ids: Sequence[int], token_table: Matrix, position_table: Matrix) -> Matrix:
-    """X[i] = token_table[ids[i]] + position_table[i]: (len(ids), d_model).
+def embed(ids: Sequence[int], token_table: Matrix, position_table: Matrix) -> Matrix:  # (T,) -> (T, d_model)
+    """X[i] = token_table[ids[i]] + position_table[i].
 
     >>> embed([1, 0], [[1, 2], [10, 20]], [[0.5, 0.5], [0.25, 0.25]])
     [[10.5, 20.5], [1.25, 2.25]]
     """
-    return [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
+    n_tokens, d_model = check_matrix("embed", "token_table", token_table)
+    n_positions, d_model_P = check_matrix("embed", "position_table", position_table)
+    if d_model_P != d_model:
+        raise ShapeError(f"embed: token rows have {d_model} entries but position rows have {d_model_P}; "
+                         "both must be d_model wide")
+    if not isinstance(ids, (list, tuple)) or not ids:
+        raise TypeError(f"embed: ids must be a non-empty list of ints, got {shorten(ids)}")
+    if len(ids) > n_positions:
+        raise ShapeError(f"embed: {len(ids)} tokens but the position table has {n_positions} rows; "
+                         "it needs one row per position")
+    for i, t in enumerate(ids):
+        if not 0 <= check_int("embed", f"ids[{i}]", t) < n_tokens:
+            raise ValueError(f"embed: ids[{i}] is {quote_int(t)}; token ids must be ints from 0 to {n_tokens - 1}")
+    X = [[a + b for a, b in zip(token_table[t], position_table[i])] for i, t in enumerate(ids)]
+    if not all_finite(X):  # two entries near float64's largest add up to inf
+        raise too_large("embed", "the sums of token and position rows")
+    return X
 
 
 class Example(NamedTuple):
@@ -170,24 +170,6 @@ class Example(NamedTuple):
         return running_example(**{**self.settings, **changes})
 
 
-def _example_settings(func: str, arguments: dict, sizes: dict) -> None:
-    """The rules running_example's kinds cannot say; everything it calls trusts them."""
-    options, d_model, tokens = arguments["weight_options"], arguments["d_model"], arguments["sentence"].split()
-    unknown = sorted(set(options) - set(WEIGHT_OPTIONS))
-    if unknown:
-        raise TypeError(f"{func}: unknown setting {unknown[0]!r}; the settings of the weights are "
-                        f"{', '.join(WEIGHT_OPTIONS)}")
-    if len(tokens) > MAX_TOKENS:
-        raise ValueError(f"{func}: the sentence has {len(tokens)} tokens; at most {MAX_TOKENS}")
-    check_layer_settings(func, d_model, arguments["num_heads"], seed=arguments["seed"], **options)
-    positions = max(MAX_LEN, len(tokens))  # the longer of the two tables
-    check_weight_count(func, positions * d_model, f"{positions} positions and d_model {d_model}")
-    _has_tokens(func, arguments, sizes)
-    _check_known(func, tokens, VOCAB)
-
-
-@checked(sentence="str", d_model="positive int", num_heads="positive int", seed="int", embed_std="init std",
-         also=_example_settings)
 def running_example(
     *,
     sentence: str = SENTENCE,
@@ -206,6 +188,17 @@ def running_example(
     >>> ex.tokens, len(ex.x), len(ex.x[0]), ex.num_heads, ex.d_k, ex.seed
     (['<BOS>', 'I', 'like', 'transformers', '<EOS>'], 5, 16, 2, 8, 42)
     """
+    func = "running_example"
+    unknown = sorted(set(weight_options) - set(WEIGHT_OPTIONS))
+    if unknown:
+        raise TypeError(f"{func}: unknown setting {shorten(unknown[0])}; the settings of the weights are "
+                        f"{', '.join(WEIGHT_OPTIONS)}")
+    tokens = check_sentence(func, sentence)
+    check_layer_settings(func, d_model, num_heads, seed=seed, **weight_options)
+    check_std(func, "embed_std", embed_std)
+    positions = max(MAX_LEN, len(tokens))  # the longer of the two tables
+    check_weight_count(func, positions * d_model, f"{positions} positions and d_model {d_model}")
+    check_known(func, tokens, VOCAB)
     settings = dict(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed,
                     embed_std=embed_std, **weight_options)
     weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)

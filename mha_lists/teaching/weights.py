@@ -19,9 +19,9 @@ import math
 import random
 from typing import Optional
 
-from ..core.attention import MHAWeights
-from ..core.checks import (ShapeError, check_bool, check_heads_divide, check_int, check_number, check_positive_int,
-                           checked, kind, quote_int)
+from ..core.attention import MHAWeights, check_weights
+from ..core.checks import ShapeError, check_bool, check_int, check_number, check_positive_int, check_rng, \
+    check_str, quote_int, shorten
 from ..core.matrix import Matrix
 
 __all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count"]
@@ -62,16 +62,6 @@ def check_weight_count(func: str, count: int, sizes: str) -> None:
         raise ValueError(f"{func}: {sizes} make {count:,} weights; at most {MAX_WEIGHTS:,}")
 
 
-# Two kinds of argument for the door (``checked``), used here and by the embeddings in example.py.
-
-
-@kind("init std")
-def _check_std_kind(func: str, name: str, std: object, expected: tuple = ()) -> float:
-    """The spread of normal draws: a positive finite number of at most ``MAX_STD``."""
-    return check_std(func, name, std)
-
-
-@checked(seed="int", name="str")
 def derive_rng(seed: int, name: str) -> random.Random:
     """A generator of its own for one named thing, e.g. ``derive_rng(42, "W_Q/head0")``.
 
@@ -81,6 +71,8 @@ def derive_rng(seed: int, name: str) -> random.Random:
     >>> derive_rng(42, "x").random() == derive_rng(42, "x").random()
     True
     """
+    check_int("derive_rng", "seed", seed)
+    check_str("derive_rng", "name", name)
     # As bytes, the same stream as the str itself; "surrogatepass" lets any str in, even a lone surrogate.
     return random.Random(f"mha-lists/{seed}/{name}".encode("utf-8", "surrogatepass"))
 
@@ -88,18 +80,6 @@ def derive_rng(seed: int, name: str) -> random.Random:
 # === Drawing weights ===
 
 
-def _matrix_rules(func: str, arguments: dict, sizes: dict) -> None:
-    rows, cols, scheme = arguments["rows"], arguments["cols"], arguments["scheme"]
-    check_weight_count(func, rows * cols, f"rows {rows} and cols {cols}")
-    for name in ("fan_in", "fan_out"):  # 1 / fan_in is a float: a fan past float64's range would draw zeros
-        if arguments[name] is not None:
-            check_size(func, name, arguments[name], MAX_FAN)
-    if scheme not in INIT_SCHEMES:
-        raise ValueError(f"{func}: unknown scheme {scheme!r}; choose one of {', '.join(INIT_SCHEMES)}")
-
-
-@checked(rows="positive int", cols="positive int", rng="rng", fan_in="optional positive int",
-         fan_out="optional positive int", std="init std", also=_matrix_rules)
 def init_matrix(
     rows: int,
     cols: int,
@@ -120,6 +100,16 @@ def init_matrix(
     - ``kaiming_normal``: N(0, std = sqrt(2 / fan_in))
     - ``normal`` and ``gpt2``: N(0, std)
     """
+    for name, size in (("rows", rows), ("cols", cols)):
+        check_positive_int("init_matrix", name, size)
+    check_rng("init_matrix", "rng", rng)
+    check_std("init_matrix", "std", std)
+    check_weight_count("init_matrix", rows * cols, f"rows {rows} and cols {cols}")
+    for name, fan in (("fan_in", fan_in), ("fan_out", fan_out)):  # 1 / fan is a float: a huge fan would draw zeros
+        if fan is not None:
+            check_size("init_matrix", name, fan, MAX_FAN)
+    if scheme not in INIT_SCHEMES:
+        raise ValueError(f"init_matrix: unknown scheme {shorten(scheme)}; choose one of {', '.join(INIT_SCHEMES)}")
     fan_in = rows if fan_in is None else fan_in
     fan_out = cols if fan_out is None else fan_out
     if scheme == "xavier_uniform":
@@ -141,10 +131,10 @@ def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed:
 
     ``running_example`` and ``init_model`` check their settings with it, so a
     bad setting is named under the function the learner called.
-    ``init_mha_weights`` declares the same kinds in its contract and runs ``_layer_rules``.
     """
     check_positive_int(func, "d_model", d_model)
     check_positive_int(func, "num_heads", num_heads)
+    check_positive_int(func, "n_layer", n_layer)
     check_int(func, "seed", seed)
     check_bool(func, "bias", bias)
     check_std(func, "std", std)
@@ -166,9 +156,11 @@ def _layer_rules(func: str, arguments: dict, sizes: dict) -> None:
                 "d_k = d_model / num_heads must be a whole number (or pass d_k and d_v)"
             )
     d_k, d_v, g = _head_sizes(d_model, num_heads, arguments["d_k"], arguments["d_v"], arguments["num_kv_heads"])
-    check_heads_divide(func, num_heads, g)
+    if num_heads % g:
+        raise ShapeError(f"{func}: num_kv_heads {g} does not divide num_heads {num_heads}; "
+                         "each key/value head must serve the same number of query heads")
     if init not in INIT_SCHEMES:
-        raise ValueError(f"{func}: unknown init scheme {init!r}; choose one of {', '.join(INIT_SCHEMES)}")
+        raise ValueError(f"{func}: unknown init scheme {shorten(init)}; choose one of {', '.join(INIT_SCHEMES)}")
     check_size(func, "n_layer", arguments["n_layer"], MAX_LAYERS)
     check_weight_count(func, num_heads * d_model * d_k + g * d_model * (d_k + d_v) + num_heads * d_v * d_model,
                        f"d_model {d_model}, num_heads {num_heads}, num_kv_heads {g}, d_k {d_k} and d_v {d_v}")
@@ -181,9 +173,6 @@ def _head_sizes(d_model: int, num_heads: int, d_k: Optional[int], d_v: Optional[
             num_heads if num_kv_heads is None else num_kv_heads)
 
 
-@checked(d_model="positive int", num_heads="positive int", seed="int", bias="bool", std="init std",
-         d_k="optional positive int", d_v="optional positive int", num_kv_heads="optional positive int",
-         n_layer="positive int", also=_layer_rules)
 def init_mha_weights(
     d_model: int,
     num_heads: int,
@@ -210,8 +199,8 @@ def init_mha_weights(
     >>> len(w.W_Q), len(w.W_Q[0]), len(w.W_Q[0][0]), len(w.W_O), len(w.W_O[0])
     (2, 16, 8, 16, 16)
     """
-    d_k, d_v, g = _head_sizes(d_model, num_heads, d_k, d_v, num_kv_heads)
-    std = 0.02 if init == "gpt2" else std
+    d_k, d_v, g, std = check_layer_settings("init_mha_weights", d_model, num_heads, seed=seed, bias=bias, d_k=d_k,
+                                            d_v=d_v, num_kv_heads=num_kv_heads, init=init, std=std, n_layer=n_layer)
 
     def draw(name: str, rows: int, cols: int, fan_out: int, sigma: float = std) -> Matrix:
         return init_matrix(rows, cols, derive_rng(seed, name), init, fan_in=rows, fan_out=fan_out, std=sigma)
@@ -235,7 +224,6 @@ def init_mha_weights(
 # === Counting ===
 
 
-@checked(weights="weights")
 def parameter_count(weights: MHAWeights) -> int:
     """Count every weight and bias entry: 4 * d_model^2 (+ 4 * d_model) in the standard layout.
 
@@ -247,6 +235,7 @@ def parameter_count(weights: MHAWeights) -> int:
     >>> parameter_count(init_mha_weights(16, 2, seed=42, bias=True))  # + 4 * 16
     1088
     """
+    check_weights("parameter_count", "weights", weights)
     count = 0
     for group in (weights.W_Q, weights.W_K, weights.W_V, [weights.W_O]):
         count += sum(len(M) * len(M[0]) for M in group)
