@@ -36,7 +36,7 @@ from itertools import chain
 from typing import NamedTuple, Optional
 
 from .checks import ShapeError, all_fine, check_int, check_matrices, check_matrix, check_number, check_positive_int, \
-    check_vector, quote_int, shorten, too_large
+    check_vector, quote_int, too_large
 from .matrix import Matrix, Vector, finite, joined, product
 from .softmax_and_masks import MAX_MASK_SIDE, Mask, check_mask, masked, softmax_of_rows
 
@@ -104,7 +104,8 @@ def check_weights(func: str, name: str, weights: object) -> Dims:
         if count is None:  # b_O: one vector
             biases, count = [biases], 1
         elif not isinstance(biases, (list, tuple)) or len(biases) != count:
-            raise ShapeError(f"{func}: {name}.{part} is {shorten(biases)}; it needs one vector per head ({count})")
+            n = len(biases) if isinstance(biases, (list, tuple)) else type(biases).__name__
+            raise ShapeError(f"{func}: {name}.{part} has {n} vectors; it needs one per head ({count})")
         for t, b in enumerate(biases):
             where = f"{name}.{part}" + (f"[{t}]" if part != "b_O" else "")
             if check_vector(func, where, b) != width:
