@@ -6,14 +6,14 @@ weight is (d_in, d_out) and applied as ``matmul(X, W)`` -- W_O included.
 Three layers, each in its own folder; imports only point down (tools -> teaching -> core):
 
 core/       the formula, read in one sitting
-            checks.py             ShapeError; the checks at the door
+            checks.py             ShapeError; the helpers each function checks with
             matrix.py             shape, dot, matmul, transpose, add, add_row, scale,
                                   split_heads, concat_heads
             softmax_and_masks.py  causal_mask, padding_mask, combine_masks, softmax,
                                   softmax_rows
-            attention.py          attention (one head; attention_steps keeps its
-                                  steps), each_head (the head loop),
-                                  multi_head_attention, attention_trace, MHAWeights
+            attention.py          attention (one head), multi_head_attention,
+                                  attention_trace, MHAWeights; one_head and
+                                  head_loop, the formula on checked arguments
             gradients.py          attention_backward, multi_head_attention_backward
 teaching/   around it: the examples the notebooks use and the topics beyond one layer
             example.py (running_example), paper.py (notebook 00a), weights.py
