@@ -45,6 +45,7 @@ __all__ = ["attention", "multi_head_attention", "attention_trace", "kv_head_for"
 MAX_WORK = 200_000_000  # multiply-adds in one call: about ten seconds of pure Python
 
 
+
 # === The weights ===
 
 
@@ -71,60 +72,7 @@ class Dims(NamedTuple):
     d_v: int
 
 
-def check_weights(func: str, name: str, weights: object) -> Dims:
-    """Every shape in ``weights`` against the others, and every entry finite; return the sizes."""
-    if not isinstance(weights, MHAWeights):
-        raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")
-    groups = (weights.W_Q, weights.W_K, weights.W_V)
-    if all(type(Ms) is list and Ms for Ms in groups) and all_fine([*chain.from_iterable(groups), weights.W_O]) \
-            and all(len({(len(M), len(M[0])) for M in Ms}) == 1 for Ms in groups):  # the usual case, tested in C
-        (h, d_model, d_k), (g, d_model_K, d_k_K), (g_V, d_model_V, d_v) = \
-            ((len(Ms), len(Ms[0]), len(Ms[0][0])) for Ms in groups)
-        shape_O = len(weights.W_O), len(weights.W_O[0])
-    else:  # find the fault and name it
-        h, d_model, d_k = check_matrices(func, f"{name}.W_Q", weights.W_Q)
-        g, d_model_K, d_k_K = check_matrices(func, f"{name}.W_K", weights.W_K)
-        g_V, d_model_V, d_v = check_matrices(func, f"{name}.W_V", weights.W_V)
-        shape_O = check_matrix(func, f"{name}.W_O", weights.W_O)
-    if (d_model_K, d_k_K) != (d_model, d_k):
-        raise ShapeError(f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_K}x{d_k_K}; "
-                         "queries and keys must have the same width d_k to be multiplied")
-    if (g_V, d_model_V) != (g, d_model):
-        raise ShapeError(f"{func}: W_K has {g} heads of {d_model}x{d_k} but W_V has {g_V} heads of "
-                         f"{d_model_V}x{d_v}; keys and values need the same number of heads and d_model rows")
-    if h % g:
-        raise ShapeError(f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads")
-    if shape_O != (h * d_v, d_model):
-        raise ShapeError(f"{func}: W_O is {shape_O[0]}x{shape_O[1]}; it must be (num_heads * d_v) "
-                         f"x d_model = {h * d_v}x{d_model} ({h} heads of width {d_v})")
-    for part, count, width in (("b_Q", h, d_k), ("b_K", g, d_k), ("b_V", g, d_v), ("b_O", None, d_model)):
-        biases = getattr(weights, part)
-        if biases is None:
-            continue
-        if count is None:  # b_O: one vector
-            biases, count = [biases], 1
-        elif not isinstance(biases, (list, tuple)) or len(biases) != count:
-            n = len(biases) if isinstance(biases, (list, tuple)) else type(biases).__name__
-            raise ShapeError(f"{func}: {name}.{part} has {n} vectors; it needs one per head ({count})")
-        for t, b in enumerate(biases):
-            where = f"{name}.{part}" + (f"[{t}]" if part != "b_O" else "")
-            if check_vector(func, where, b) != width:
-                raise ShapeError(f"{func}: {where} has {len(b)} entries; it must have {width}")
-    return Dims(d_model, h, g, d_k, d_v)
-
-
-def check_scale(func: str, scale: object, d_k: int) -> float:
-    """``scale`` (a positive finite number), or 1 / sqrt(d_k) when it is None."""
-    return 1 / math.sqrt(d_k) if scale is None else check_number(func, "scale", scale, positive=True)
-
-
-def too_much_work(func: str, multiply_adds: int) -> ValueError:
-    """The error for a call whose arithmetic would run for minutes: a typo, not a lesson."""
-    return ValueError(f"{func}: these sizes take {multiply_adds:,} multiply-adds; one call here does at most "
-                      f"{MAX_WORK:,} (about ten seconds): use fewer tokens or a smaller d_model")
-
-
-# === One head ===
+# === One head: the formula ===
 
 
 class Head(NamedTuple):
@@ -135,32 +83,12 @@ class Head(NamedTuple):
     output: Matrix  # (T, d_v): weights @ V, each row a weighted average of V's rows
 
 
-def one_head(Q: Matrix, K: Matrix, V: Matrix, *, mask: Optional[Mask], scale: float) -> Head:
+def one_head(Q: Matrix, K: Matrix, V: Matrix, *, mask: Optional[Mask], scale: float) -> Head:  # (T, d_k), (T_k, d_k), (T_k, d_v)
     """The formula for one head, on arguments already checked: softmax(Q K^T * scale + M) V."""
     scores = [[s * scale for s in row] for row in product(Q, list(zip(*K)))]  # Q K^T / sqrt(d_k)
     scores = masked(finite(scores, "the scores Q K^T"), mask)  # -inf where the mask says no
     weights = softmax_of_rows(scores)  # each row positive, adding up to 1; a masked key gets exactly 0.0
     return Head(scores, weights, product(weights, V))  # each row a weighted average of V's rows
-
-
-def check_head(func: str, Q: object, K: object, V: object, mask: object, scale: object) -> float:
-    """One head's Q, K, V, mask and scale against each other; return the scale to use."""
-    T, d_k = check_matrix(func, "Q", Q)
-    T_k, d_k_K = check_matrix(func, "K", K)
-    T_k_V, d_v = check_matrix(func, "V", V)
-    if d_k_K != d_k:
-        raise ShapeError(f"{func}: Q is {T}x{d_k} and K is {T_k}x{d_k_K}; "
-                         "queries and keys must have the same width d_k to be multiplied")
-    if T_k_V != T_k:
-        raise ShapeError(f"{func}: K is {T_k}x{d_k} and V is {T_k_V}x{d_v}; there must be one value row per key row")
-    for name, rows in (("Q", T), ("K", T_k)):
-        if rows > MAX_MASK_SIDE:
-            raise ValueError(f"{func}: {name} has {rows:,} rows; attention here takes at most {MAX_MASK_SIDE:,} tokens")
-    if T * T_k * (d_k + d_v) > MAX_WORK:
-        raise too_much_work(func, T * T_k * (d_k + d_v))
-    if mask is not None:
-        check_mask(func, "mask", mask, (T, T_k))
-    return check_scale(func, scale, d_k)
 
 
 def attention(Q: Matrix, K: Matrix, V: Matrix, *, mask: Optional[Mask] = None,
@@ -196,48 +124,6 @@ def head_loop(Q: list[Matrix], K: list[Matrix], V: list[Matrix], *, mask: Option
             for h in range(len(Q))]
 
 
-def kv_head_for(h: int, num_heads: int, num_kv_heads: int) -> int:
-    """The key/value head that query head h reads: h // (num_heads // num_kv_heads).
-
-    >>> [kv_head_for(h, 8, 2) for h in range(8)]
-    [0, 0, 0, 0, 1, 1, 1, 1]
-    """
-    check_positive_int("kv_head_for", "num_heads", num_heads)
-    check_positive_int("kv_head_for", "num_kv_heads", num_kv_heads)
-    if num_heads % num_kv_heads:
-        raise ShapeError(f"kv_head_for: num_kv_heads {num_kv_heads} does not divide num_heads {num_heads}; "
-                         "each key/value head must serve the same number of query heads")
-    if not 0 <= check_int("kv_head_for", "h", h) < num_heads:
-        raise ValueError(f"kv_head_for: h is {quote_int(h)}; a query head is numbered 0 to {num_heads - 1}")
-    return h // (num_heads // num_kv_heads)
-
-
-def affine(X: Matrix, W: Matrix, b: Optional[Vector]) -> Matrix:  # unchecked linear
-    """X W, plus b on every row when b is given."""
-    P = product(X, W)
-    return P if b is None else [[x + y for x, y in zip(row, b)] for row in P]
-
-
-def linear(X: Matrix, W: Matrix, b: Optional[Vector] = None) -> Matrix:  # (n, d_in) @ (d_in, d_out) + (d_out,)
-    """X W, plus b on every row when given.
-
-    >>> linear([[1, 2]], [[1, 0], [0, 1]], [10, 20])
-    [[11.0, 22.0]]
-    """
-    n, d_in = check_matrix("linear", "X", X)
-    d_in_W, d_out = check_matrix("linear", "W", W)
-    if d_in != d_in_W:
-        raise ShapeError(f"linear: X is {n}x{d_in} and W is {d_in_W}x{d_out}; X's columns ({d_in}) must equal "
-                         f"W's rows ({d_in_W})")
-    if b is not None and check_vector("linear", "b", b) != d_out:
-        raise ShapeError(f"linear: W is {d_in_W}x{d_out} and b has {len(b)} entries; b needs one entry per column "
-                         f"of W ({d_out})")
-    try:
-        return finite(affine(X, W, b), "the products")
-    except OverflowError as error:
-        raise too_large("linear", error) from None
-
-
 def project(x: Matrix, weights: MHAWeights, context: Optional[Matrix]) -> tuple[list, list, list]:
     """Each query head's Q from x; each key/value head's K and V from context (default x); unchecked."""
     source = x if context is None else context
@@ -248,22 +134,10 @@ def project(x: Matrix, weights: MHAWeights, context: Optional[Matrix]) -> tuple[
     return Q, K, V
 
 
-def check_layer(func: str, x: object, weights: object, context: object, mask: object, scale: object) -> float:
-    """x, the weights, the context and the mask against each other; return the scale to use."""
-    d_model, h, g, d_k, d_v = check_weights(func, "weights", weights)
-    T, d_model_x = check_matrix(func, "x", x)
-    T_k, d_model_C = (T, d_model_x) if context is None else check_matrix(func, "context", context)
-    for name, rows, cols in (("x", T, d_model_x), ("context", T_k, d_model_C)):
-        if cols != d_model:
-            raise ShapeError(f"{func}: {name} is {rows}x{cols} but the weights expect d_model = {d_model} columns")
-        if rows > MAX_MASK_SIDE:
-            raise ValueError(f"{func}: {name} has {rows:,} rows; attention here takes at most {MAX_MASK_SIDE:,} tokens")
-    work = (T * h * d_k + T_k * g * (d_k + d_v) + T * h * d_v) * d_model + h * T * T_k * (d_k + d_v)
-    if work > MAX_WORK:
-        raise too_much_work(func, work)
-    if mask is not None:
-        check_mask(func, "mask", mask, (T, T_k))
-    return check_scale(func, scale, d_k)
+def affine(X: Matrix, W: Matrix, b: Optional[Vector]) -> Matrix:  # unchecked linear
+    """X W, plus b on every row when b is given."""
+    P = product(X, W)
+    return P if b is None else [[x + y for x, y in zip(row, b)] for row in P]
 
 
 def multi_head_attention(x: Matrix, weights: MHAWeights, *, context: Optional[Matrix] = None,
@@ -331,7 +205,43 @@ def attention_trace(x: Matrix, weights: MHAWeights, *, context: Optional[Matrix]
         raise too_large("attention_trace", error) from None
 
 
-# === Counting the work ===
+# === Smaller pieces ===
+
+
+def linear(X: Matrix, W: Matrix, b: Optional[Vector] = None) -> Matrix:  # (n, d_in) @ (d_in, d_out) + (d_out,)
+    """X W, plus b on every row when given.
+
+    >>> linear([[1, 2]], [[1, 0], [0, 1]], [10, 20])
+    [[11.0, 22.0]]
+    """
+    n, d_in = check_matrix("linear", "X", X)
+    d_in_W, d_out = check_matrix("linear", "W", W)
+    if d_in != d_in_W:
+        raise ShapeError(f"linear: X is {n}x{d_in} and W is {d_in_W}x{d_out}; X's columns ({d_in}) must equal "
+                         f"W's rows ({d_in_W})")
+    if b is not None and check_vector("linear", "b", b) != d_out:
+        raise ShapeError(f"linear: W is {d_in_W}x{d_out} and b has {len(b)} entries; b needs one entry per column "
+                         f"of W ({d_out})")
+    try:
+        return finite(affine(X, W, b), "the products")
+    except OverflowError as error:
+        raise too_large("linear", error) from None
+
+
+def kv_head_for(h: int, num_heads: int, num_kv_heads: int) -> int:
+    """The key/value head that query head h reads: h // (num_heads // num_kv_heads).
+
+    >>> [kv_head_for(h, 8, 2) for h in range(8)]
+    [0, 0, 0, 0, 1, 1, 1, 1]
+    """
+    check_positive_int("kv_head_for", "num_heads", num_heads)
+    check_positive_int("kv_head_for", "num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ShapeError(f"kv_head_for: num_kv_heads {num_kv_heads} does not divide num_heads {num_heads}; "
+                         "each key/value head must serve the same number of query heads")
+    if not 0 <= check_int("kv_head_for", "h", h) < num_heads:
+        raise ValueError(f"kv_head_for: h is {quote_int(h)}; a query head is numbered 0 to {num_heads - 1}")
+    return h // (num_heads // num_kv_heads)
 
 
 def multiply_adds(seq_len: int, d_model: int, num_heads: int, *, d_k: Optional[int] = None,
@@ -361,3 +271,97 @@ def multiply_adds(seq_len: int, d_model: int, num_heads: int, *, d_k: Optional[i
     T_k = T if context_len is None else context_len
     return {"Q": T * d_model * h * d_k, "K": T_k * d_model * g * d_k, "V": T_k * d_model * g * d_v,
             "scores": h * T * d_k * T_k, "weighted_sum": h * T * T_k * d_v, "W_O": T * h * d_v * d_model}
+
+
+# === The checks: each function above calls one at its top ===
+
+
+def check_head(func: str, Q: object, K: object, V: object, mask: object, scale: object) -> float:
+    """One head's Q, K, V, mask and scale against each other; return the scale to use."""
+    T, d_k = check_matrix(func, "Q", Q)
+    T_k, d_k_K = check_matrix(func, "K", K)
+    T_k_V, d_v = check_matrix(func, "V", V)
+    if d_k_K != d_k:
+        raise ShapeError(f"{func}: Q is {T}x{d_k} and K is {T_k}x{d_k_K}; "
+                         "queries and keys must have the same width d_k to be multiplied")
+    if T_k_V != T_k:
+        raise ShapeError(f"{func}: K is {T_k}x{d_k} and V is {T_k_V}x{d_v}; there must be one value row per key row")
+    for name, rows in (("Q", T), ("K", T_k)):
+        if rows > MAX_MASK_SIDE:
+            raise ValueError(f"{func}: {name} has {rows:,} rows; attention here takes at most {MAX_MASK_SIDE:,} tokens")
+    if T * T_k * (d_k + d_v) > MAX_WORK:
+        raise too_much_work(func, T * T_k * (d_k + d_v))
+    if mask is not None:
+        check_mask(func, "mask", mask, (T, T_k))
+    return check_scale(func, scale, d_k)
+
+
+def check_layer(func: str, x: object, weights: object, context: object, mask: object, scale: object) -> float:
+    """x, the weights, the context and the mask against each other; return the scale to use."""
+    d_model, h, g, d_k, d_v = check_weights(func, "weights", weights)
+    T, d_model_x = check_matrix(func, "x", x)
+    T_k, d_model_C = (T, d_model_x) if context is None else check_matrix(func, "context", context)
+    for name, rows, cols in (("x", T, d_model_x), ("context", T_k, d_model_C)):
+        if cols != d_model:
+            raise ShapeError(f"{func}: {name} is {rows}x{cols} but the weights expect d_model = {d_model} columns")
+        if rows > MAX_MASK_SIDE:
+            raise ValueError(f"{func}: {name} has {rows:,} rows; attention here takes at most {MAX_MASK_SIDE:,} tokens")
+    work = (T * h * d_k + T_k * g * (d_k + d_v) + T * h * d_v) * d_model + h * T * T_k * (d_k + d_v)
+    if work > MAX_WORK:
+        raise too_much_work(func, work)
+    if mask is not None:
+        check_mask(func, "mask", mask, (T, T_k))
+    return check_scale(func, scale, d_k)
+
+
+def check_weights(func: str, name: str, weights: object) -> Dims:
+    """Every shape in ``weights`` against the others, and every entry finite; return the sizes."""
+    if not isinstance(weights, MHAWeights):
+        raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")
+    groups = (weights.W_Q, weights.W_K, weights.W_V)
+    if all(type(Ms) is list and Ms for Ms in groups) and all_fine([*chain.from_iterable(groups), weights.W_O]) \
+            and all(len({(len(M), len(M[0])) for M in Ms}) == 1 for Ms in groups):  # the usual case, tested in C
+        (h, d_model, d_k), (g, d_model_K, d_k_K), (g_V, d_model_V, d_v) = \
+            ((len(Ms), len(Ms[0]), len(Ms[0][0])) for Ms in groups)
+        shape_O = len(weights.W_O), len(weights.W_O[0])
+    else:  # find the fault and name it
+        h, d_model, d_k = check_matrices(func, f"{name}.W_Q", weights.W_Q)
+        g, d_model_K, d_k_K = check_matrices(func, f"{name}.W_K", weights.W_K)
+        g_V, d_model_V, d_v = check_matrices(func, f"{name}.W_V", weights.W_V)
+        shape_O = check_matrix(func, f"{name}.W_O", weights.W_O)
+    if (d_model_K, d_k_K) != (d_model, d_k):
+        raise ShapeError(f"{func}: W_Q heads are {d_model}x{d_k} but W_K heads are {d_model_K}x{d_k_K}; "
+                         "queries and keys must have the same width d_k to be multiplied")
+    if (g_V, d_model_V) != (g, d_model):
+        raise ShapeError(f"{func}: W_K has {g} heads of {d_model}x{d_k} but W_V has {g_V} heads of "
+                         f"{d_model_V}x{d_v}; keys and values need the same number of heads and d_model rows")
+    if h % g:
+        raise ShapeError(f"{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads")
+    if shape_O != (h * d_v, d_model):
+        raise ShapeError(f"{func}: W_O is {shape_O[0]}x{shape_O[1]}; it must be (num_heads * d_v) "
+                         f"x d_model = {h * d_v}x{d_model} ({h} heads of width {d_v})")
+    for part, count, width in (("b_Q", h, d_k), ("b_K", g, d_k), ("b_V", g, d_v), ("b_O", None, d_model)):
+        biases = getattr(weights, part)
+        if biases is None:
+            continue
+        if count is None:  # b_O: one vector
+            biases, count = [biases], 1
+        elif not isinstance(biases, (list, tuple)) or len(biases) != count:
+            n = len(biases) if isinstance(biases, (list, tuple)) else type(biases).__name__
+            raise ShapeError(f"{func}: {name}.{part} has {n} vectors; it needs one per head ({count})")
+        for t, b in enumerate(biases):
+            where = f"{name}.{part}" + (f"[{t}]" if part != "b_O" else "")
+            if check_vector(func, where, b) != width:
+                raise ShapeError(f"{func}: {where} has {len(b)} entries; it must have {width}")
+    return Dims(d_model, h, g, d_k, d_v)
+
+
+def check_scale(func: str, scale: object, d_k: int) -> float:
+    """``scale`` (a positive finite number), or 1 / sqrt(d_k) when it is None."""
+    return 1 / math.sqrt(d_k) if scale is None else check_number(func, "scale", scale, positive=True)
+
+
+def too_much_work(func: str, multiply_adds: int) -> ValueError:
+    """The error for a call whose arithmetic would run for minutes: a typo, not a lesson."""
+    return ValueError(f"{func}: these sizes take {multiply_adds:,} multiply-adds; one call here does at most "
+                      f"{MAX_WORK:,} (about ten seconds): use fewer tokens or a smaller d_model")

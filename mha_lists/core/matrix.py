@@ -98,7 +98,7 @@ def transpose(M: Matrix) -> Matrix:  # (n, m) -> (m, n)
     >>> transpose([[1, 2, 3], [4, 5, 6]])
     [[1, 4], [2, 5], [3, 6]]
     """
-    check_matrix("transpose", "M", M, finite=False)
+    check_matrix("transpose", "M", M)
     return [list(col) for col in zip(*M)]
 
 
@@ -156,7 +156,7 @@ def split_heads(M: Matrix, num_heads: int) -> list[Matrix]:  # (n, h * w) -> h x
     >>> split_heads([[1, 2, 3, 4], [5, 6, 7, 8]], 2)
     [[[1, 2], [5, 6]], [[3, 4], [7, 8]]]
     """
-    n, m = check_matrix("split_heads", "M", M, finite=False)
+    n, m = check_matrix("split_heads", "M", M)
     if m % check_positive_int("split_heads", "num_heads", num_heads):
         raise ShapeError(f"split_heads: M is {n}x{m}; its {m} columns cannot be cut into "
                          f"{num_heads} blocks of equal width")
@@ -179,7 +179,7 @@ def concat_heads(heads: Sequence[Matrix]) -> Matrix:  # h x (n, w) -> (n, h * w)
     """
     if not isinstance(heads, (list, tuple)) or len(heads) == 0:
         raise ShapeError(f"concat_heads: heads must be a non-empty list of matrices, got {shorten(heads)}")
-    shapes = [check_matrix("concat_heads", f"heads[{b}]", B, finite=False) for b, B in enumerate(heads)]
+    shapes = [check_matrix("concat_heads", f"heads[{b}]", B) for b, B in enumerate(heads)]
     for b, (rows, cols) in enumerate(shapes):
         if rows != shapes[0][0]:
             raise ShapeError(f"concat_heads: heads[0] is {shapes[0][0]}x{shapes[0][1]} but heads[{b}] is "
