@@ -9,7 +9,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-MODULE_FILES = sorted((ROOT / "mha_lists").glob("*.py"))
+MODULE_FILES = sorted((ROOT / "mha_lists").rglob("*.py"))
 STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 NOTEBOOK_IMPORTS = STDLIB | {"IPython", "mha_lists"}
 

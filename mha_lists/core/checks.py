@@ -35,8 +35,6 @@ from itertools import chain
 from typing import Optional
 
 MAX_INT_DIGITS = 100  # an int (a size, a seed, an index) longer than this is a mistake; Python won't print 4,300
-_INT_BOUND = 10**MAX_INT_DIGITS
-_NUMBER_TYPES = {int, float}
 
 
 class ShapeError(ValueError):
@@ -93,7 +91,7 @@ def all_fine(matrices: list, *, finite: bool = True) -> bool:
     total nan or inf). When it says no, ``check_matrix`` finds the fault and names it."""
     rows = list(chain.from_iterable(matrices)) if all(type(M) is list and M for M in matrices) else [0]
     if not (set(map(type, rows)) == {list} and all(rows) and all(len(set(map(len, M))) == 1 for M in matrices)
-            and set(map(type, chain.from_iterable(rows))) <= _NUMBER_TYPES):
+            and set(map(type, chain.from_iterable(rows))) <= {int, float}):
         return False
     try:
         return not finite or math.isfinite(sum(map(sum, rows)))
@@ -182,7 +180,7 @@ def check_int(func: str, name: str, value: object) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{func}: {name} must be an int, got {shorten(value)} ({type(value).__name__})")
-    if not -_INT_BOUND < value < _INT_BOUND:
+    if abs(value) >= 10**MAX_INT_DIGITS:
         raise ValueError(f"{func}: {name} is {quote_int(value)}; an int here has at most {MAX_INT_DIGITS} digits")
     return value
 
@@ -236,8 +234,7 @@ def check_str(func: str, name: str, value: object) -> str:
 def check_rng(func: str, name: str, value: object) -> random.Random:
     """A generator of its own: a ``random.Random``, never the module ``random`` (the global one)."""
     if not isinstance(value, random.Random):
-        raise TypeError(f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), "
-                        f"got {type(value).__name__}")
+        raise TypeError(f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type(value).__name__}")
     return value
 
 
