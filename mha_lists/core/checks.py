@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import random
-from itertools import chain
+from itertools import chain, repeat
 from typing import Optional
 
 MAX_INT_DIGITS = 100  # an int (a size, a seed, an index) longer than this is a mistake; Python won't print 4,300
@@ -94,7 +94,7 @@ def all_fine(matrices: list, *, finite: bool = True) -> bool:
             and set(map(type, chain.from_iterable(rows))) <= {int, float}):
         return False
     try:
-        return not finite or math.isfinite(sum(map(sum, rows)))
+        return not finite or math.isfinite(sum(map(sum, rows, repeat(0.0))))  # floats: 10**400 - 10**400 fails
     except OverflowError:  # an int too large for a float
         return False
 
@@ -213,7 +213,7 @@ def check_number(func: str, name: str, value: object, *, positive: bool = False)
     if not all_finite([[value]]):
         raise ValueError(f"{func}: {name} must be a finite number, got {shorten(value)}")
     if positive and value <= 0:
-        raise ValueError(f"{func}: {name} must be a positive finite number, got {value!r}")
+        raise ValueError(f"{func}: {name} must be a positive finite number, got {shorten(value)}")
     return value
 
 
