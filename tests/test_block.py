@@ -10,6 +10,18 @@ import pytest
 from mha_lists import ShapeError, add, multi_head_attention, running_example
 from mha_lists.teaching.block import LAYER_NORM_EPS, dropout, layer_norm
 
+OVERFLOW = "are too large: a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
+
+# Each message of block.py, pinned once; the tests below match only its start (function and argument).
+MESSAGES = {
+    "layer_norm width": "layer_norm: x is {T}x{d} and {name} has {n} entries; {name} needs one entry per column ({d})",
+    "layer_norm deviations": "layer_norm: the squared deviations " + OVERFLOW,
+    "layer_norm outputs": "layer_norm: the outputs " + OVERFLOW,
+    "dropout p": "dropout: p must be a probability with 0 <= p < 1, got {value}; p = 1 would zero every entry and "
+                 "1 / (1 - p) is undefined",
+    "dropout overflow": "dropout: the scaled survivors " + OVERFLOW,
+}
+
 # === LayerNorm: small cases by hand ===
 
 
@@ -85,14 +97,38 @@ def test_layer_norm_does_not_change_its_arguments():
 # === LayerNorm: bad input ===
 
 
-def test_layer_norm_rejects_a_gain_of_the_wrong_length():
-    with pytest.raises(ShapeError, match=r"layer_norm: x is 1x3 and gain has 2 entries"):
-        layer_norm([[1.0, 2.0, 3.0]], gain=[1.0, 1.0])
+# === The messages, each once, word for word ===
 
 
-def test_layer_norm_rejects_a_bias_of_the_wrong_length():
-    with pytest.raises(ShapeError, match=r"layer_norm: .*bias has 4 entries"):
-        layer_norm([[1.0, 2.0, 3.0]], bias=[0.0] * 4)
+R = random.Random(0)
+MESSAGE_CASES = [
+    ("layer_norm width", lambda: layer_norm([[1.0, 2.0, 3.0]], gain=[1.0, 1.0]), ShapeError,
+     dict(T=1, d=3, name="gain", n=2)),
+    ("layer_norm width", lambda: layer_norm([[1.0, 2.0, 3.0]] * 2, bias=[0.0] * 4), ShapeError,
+     dict(T=2, d=3, name="bias", n=4)),
+    ("layer_norm deviations", lambda: layer_norm([[1e200, -1e200]]), ValueError, {}),  # a square past float64
+    ("layer_norm deviations", lambda: layer_norm([[1.7e308, -1.7e308, -1.7e308]]), ValueError, {}),  # inf / inf
+    ("layer_norm outputs", lambda: layer_norm([[0.0, 0.0, 0.0, 0.0, 1.0]], [1e308] * 5), ValueError, {}),  # y = 2.0
+    ("layer_norm outputs", lambda: layer_norm([[1.0, 2.0]], [1e308] * 2, [1e308] * 2), ValueError, {}),
+    ("dropout p", lambda: dropout([[1.0]], 1.0, rng=R), ValueError, dict(value="1.0")),
+    ("dropout p", lambda: dropout([[1.0]], -1, rng=R), ValueError, dict(value="-1")),
+    ("dropout overflow", lambda: dropout([[1e308] * 20], 0.5, rng=R), ValueError, {}),
+]
+
+
+@pytest.mark.parametrize("key, call, error, fields", MESSAGE_CASES, ids=[case[0] for case in MESSAGE_CASES])
+def test_each_message_is_its_template(key, call, error, fields):
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value) == MESSAGES[key].format(**fields)
+
+
+def test_every_template_is_tried():
+    assert {case[0] for case in MESSAGE_CASES} == set(MESSAGES)
+
+
+# === LayerNorm: bad input ===
 
 
 @pytest.mark.parametrize("eps", [0, -1e-5, float("nan"), float("inf")])
@@ -110,7 +146,7 @@ def test_layer_norm_rejects_an_eps_that_is_not_a_number(eps):
 @pytest.mark.parametrize("x, gain", [([[1e200, -1e200]], None), ([[1e308, 1e308, -1e308]], None),
                                      ([[0.0, 0.0, 0.0, 0.0, 1.0]], [1e308] * 5)])  # y = 2.0 at the last entry
 def test_layer_norm_says_when_the_values_are_too_large(x, gain):
-    with pytest.raises(ValueError, match="^layer_norm: the values are too large"):
+    with pytest.raises(ValueError, match="^layer_norm: the (squared deviations|outputs) are too large"):
         layer_norm(x, gain)
 
 
@@ -201,8 +237,22 @@ def test_dropout_rejects_a_p_that_is_not_a_finite_number(p):
 
 
 def test_dropout_says_when_the_values_are_too_large():
-    with pytest.raises(ValueError, match="^dropout: the values are too large"):
+    with pytest.raises(ValueError, match="^dropout: the scaled survivors are too large"):
         dropout([[1e308] * 20], 0.5, rng=random.Random(0))
+
+
+@pytest.mark.parametrize("func, name", [(lambda M: dropout(M, 0.5, rng=random.Random(0)), "dropout: M"),
+                                        (layer_norm, "layer_norm: x")])
+def test_ints_too_large_for_a_float_are_named_even_when_they_cancel(func, name):
+    # 10**400 - 10**400 is 0, so a quick sum of the entries looks finite; each entry is then looked at
+    # (dropout used to raise a raw OverflowError here).
+    with pytest.raises(ValueError, match=rf"^{name}\[0\]\[1\] is an int of 401 digits, too large for a float"):
+        func([[1.0, 10**400, -10**400]])
+
+
+def test_ints_that_fit_a_float_are_fine():
+    assert dropout([[10**300, 1]], 0.0, rng=random.Random(0)) == [[10**300, 1]]
+    assert layer_norm([[10**100, -10**100]]) == [[1.0, -1.0]]
 
 
 def test_dropout_needs_a_local_generator():
@@ -217,25 +267,43 @@ def test_dropout_rejects_a_ragged_matrix():
         dropout([[1.0, 2.0], [3.0]], 0.1, rng=random.Random(0))
 
 
-# === The error promise, as tests/test_errors.py states it for the core files ===
+# === Bad input: a named error, one short line, the arguments unchanged ===
 
 NAN, INF = float("nan"), float("inf")
-BAD_CALLS = {
-    "layer_norm": (layer_norm, [(None,), ([1.0, 2.0],), ([[1.0, 2.0], [3.0]],), ([[NAN, 1.0]],), ([[INF]],),
-                                ([["a"]],), ([[1.0]], [1.0, 2.0]), ([[1.0]], None, [INF]), ([[1e200, -1e200]],),
-                                ([[1.0, 2.0]], None, None, 0.0)]),
-    "dropout": (lambda *args: dropout(*args, rng=random.Random(0)),
-                [(None, 0.1), ([1.0], 0.1), ([[NAN]], 0.1), ([[1.0]], 1.0), ([[1.0]], -0.5), ([[1.0]], "p"),
-                 ([[1e308] * 20], 0.5)]),
-}
+BAD_MATRICES = [None, 5, "ab", [], [[]], [1, 2], [[1, 2], [3]], [[1, None]], [["a"]], [[NAN, 1.0]],
+                [[INF]], [[True, 1.0]], ({1: 2},), [[[1.0]]], [["x" * 10_000]], [[10**400]], [[10**400, -10**400]]]
+BAD_VECTORS = [5, "ab", [], [None], ["a"], [NAN], [INF], [True], [[1.0]], {1: 2}, [1.0], [1.0] * 3, ["x" * 10_000],
+               [10**400, -10**400]]
+BAD_POSITIVE = [None, "1", NAN, INF, -INF, 0, -1.0, True, [1.0], 10**400, "s" * 10_000]
+
+BAD_CALLS = []  # (name the message must start with, function, arguments, keyword arguments)
+for M in BAD_MATRICES:
+    BAD_CALLS += [("layer_norm", layer_norm, (M,), {}), ("dropout", dropout, (M, 0.5), {"rng": random.Random(0)})]
+for v in BAD_VECTORS:  # gain=None and bias=None are the defaults
+    BAD_CALLS += [("layer_norm", layer_norm, ([[1.0, 2.0]],), {"gain": v}),
+                  ("layer_norm", layer_norm, ([[1.0, 2.0]],), {"bias": v})]
+for e in BAD_POSITIVE:
+    BAD_CALLS.append(("layer_norm", layer_norm, ([[1.0, 2.0]],), {"eps": e}))
+BAD_CALLS += [("layer_norm", layer_norm, ([[1.7e308, -1.7e308, 1.7e308]],), {}),
+              ("layer_norm", layer_norm, ([[1.0, 2.0]],), {"gain": [1e308, 1e308], "bias": [1e308, 1e308]})]
+for p in [None, "0.5", NAN, INF, -0.1, 1, 1.0, 1.5, True, [0.5], 10**400, "p" * 10_000]:
+    BAD_CALLS.append(("dropout", dropout, ([[1.0, 2.0]], p), {"rng": random.Random(0)}))
+for rng in [None, 0, "rng", random]:
+    BAD_CALLS.append(("dropout", dropout, ([[1.0, 2.0]], 0.5), {"rng": rng}))
+BAD_CALLS.append(("dropout", dropout, ([[1.7e308] * 8], 0.5), {"rng": random.Random(0)}))
 
 
-@pytest.mark.parametrize("name", sorted(BAD_CALLS))
-def test_bad_input_gets_a_named_error_and_changes_nothing(name):
-    func, bad_calls = BAD_CALLS[name]
-    for args in bad_calls:
-        before = repr(args)
+def snapshot(args, kwargs):
+    return repr([args, {k: (v.getstate() if isinstance(v, random.Random) else v) for k, v in kwargs.items()}])
+
+
+@pytest.mark.parametrize("name", sorted({case[0] for case in BAD_CALLS}))
+def test_bad_input_gets_a_short_named_error_and_changes_nothing(name):
+    for func, args, kwargs in [case[1:] for case in BAD_CALLS if case[0] == name]:
+        before = snapshot(args, kwargs)
         with pytest.raises((ShapeError, ValueError, TypeError)) as info:
-            func(*args[:3]) if len(args) < 4 else func(*args[:3], eps=args[3])
-        assert str(info.value).startswith(f"{name}: "), f"{name}{args!r:.60} said: {info.value}"
-        assert repr(args) == before
+            func(*args, **kwargs)
+        message = str(info.value)
+        assert message.startswith(f"{name}: "), message
+        assert "\n" not in message and len(message) < 300, message
+        assert snapshot(args, kwargs) == before, f"{name} changed its arguments"

@@ -1,6 +1,8 @@
 """The pictures: valid SVG, drawn from the numbers given, with the marks a reader needs."""
 
+import copy
 import math
+import os
 import pathlib
 import subprocess
 import sys
@@ -8,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from mha_lists import causal_mask
 from mha_lists.core.attention import attention_trace
 from mha_lists.core.checks import ShapeError
 from mha_lists.core.matrix import matmul
@@ -18,6 +21,46 @@ from mha_lists.teaching.pictures import (HEAD_STYLES, MAX_HEADS, MAX_TOKENS, Pic
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"
+OVERFLOW = "are too large: a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
+
+# Each message of pictures.py, pinned once; the tests below match only its start (function and argument).
+MESSAGES = {
+    "path type": "save: path must be a str or a Path, got {type}",
+    "path nul": "save: path is {value}; a file name cannot hold a NUL character",
+    "path not a file": "save: path {value} is not a regular file (a folder, a pipe or a device); give the name of a "
+                       "file to write",
+    "path folder": "save: path {value} is in a folder that does not exist",
+    "path cannot write": "save: path {value} cannot be written: {reason}",
+    "labels type": "{func}: {name} must be a list of str, got {value}",
+    "labels empty": "{func}: {name} is empty; give at least one",
+    "labels count": "{func}: {name} has {n} entries; it needs one per row ({rows})",
+    "plane": "{func}: {name} is {shape}; the picture is a plane, so it needs d_k = 2 (two columns), got {d}",
+    "example type": "pipeline: ex must be the running example (ex = running_example(...)), got {type}",
+    "example tokens": "pipeline: ex.tokens must be a non-empty list of str, got {value}",
+    "example length": "pipeline: the sentence has {T} tokens; at most 32 fit in one picture (MAX_TOKENS)",
+    "example rows": "pipeline: ex.x has {rows} rows but ex.tokens has {T}; one row per token",
+    "example d_model": "pipeline: ex.x has {d} columns but ex.weights expect d_model = {d_model}",
+    "weights type": "attention_lines: weights must be one (T, T_k) matrix or a list of them (one per head), got {type}",
+    "weights heads": "attention_lines: {H} heads; at most 16 fit in one picture (MAX_HEADS)",
+    "weights shape": "attention_lines: {label} is {shape}; every head must be {expected} (one row per query token, "
+                     "one column per key token)",
+    "weights range": "attention_lines: {label}[{i}][{j}] is {value}; attention weights must be from 0 to 1",
+    "lines tokens": "attention_lines: {name} has {n} tokens; at most 32 fit in one picture (MAX_TOKENS)",
+    "lines heads": "attention_lines: heads has {n} names for {H} heads; give one name per head",
+    "arrows key_tokens": "query_key_arrows: K has {T_k} rows but there are {T} tokens; give key_tokens, one per row "
+                         "of K",
+    "arrows keys": "query_key_arrows: K has {T_k} keys; at most 32 fit in one picture (MAX_TOKENS)",
+    "arrows query": "query_key_arrows: query is {value}; it must be a query row from 0 to {last}",
+    "arrows overflow": "query_key_arrows: the scores q·k " + OVERFLOW,
+    "chart points": "line_chart: values has {n} entries; at most 10000 (MAX_POINTS)",
+    "chart x_values count": "line_chart: x_values has {n} entries for {m} values; give one x per value",
+    "chart x_values order": "line_chart: x_values must increase from left to right",
+    "chart overflow": "line_chart: the {name} " + OVERFLOW,
+    "marks type": "line_chart: marks must be a dict {{x: label}}, got {type}",
+    "marks count": "line_chart: marks has {n} entries; at most 10000 (MAX_POINTS)",
+    "marks x": "line_chart: marks has x = {x}; marks must be numbers from {first} to {last}",
+    "marks label": "line_chart: marks[{x}] must be a str label, got {value}",
+}
 
 
 def parse(picture):
@@ -105,13 +148,14 @@ def test_cross_attention_uses_the_key_tokens():
 
 @pytest.mark.parametrize("args, kwargs, error, message", [
     ((["a", "b"], [[[1.0, 0.0], [0.5, 0.5]], [[1.0], [1.0]]]), {}, ShapeError,
-     "attention_lines: weights\\[1\\] is 2x1; every head must be 2x2"),
-    ((["a"], [[1.0, 0.0], [0.5, 0.5]]), {}, ShapeError, "attention_lines: weights is 2x2; every head must be 1x1"),
-    ((["a", "b"], [[1.5, -0.5], [0.5, 0.5]]), {}, ValueError, "attention_lines: weights\\[0\\]\\[0\\] is 1.5"),
-    ((["a"], [[1.0]]), {"heads": ["x", "y"]}, ShapeError, "heads has 2 names for 1 heads"),
-    (("a b", [[1.0]]), {}, TypeError, "attention_lines: tokens must be a list of str"),
-    ((["a"], [[[1.0]]] * (MAX_HEADS + 1)), {}, ShapeError, "MAX_HEADS"),
-    ((["a"] * (MAX_TOKENS + 1), [[1.0] + [0.0] * MAX_TOKENS] * (MAX_TOKENS + 1)), {}, ShapeError, "MAX_TOKENS"),
+     r"^attention_lines: weights\[1\] is 2x1"),
+    ((["a"], [[1.0, 0.0], [0.5, 0.5]]), {}, ShapeError, "^attention_lines: weights is 2x2"),
+    ((["a", "b"], [[1.5, -0.5], [0.5, 0.5]]), {}, ValueError, r"^attention_lines: weights\[0\]\[0\] is 1.5"),
+    ((["a"], [[1.0]]), {"heads": ["x", "y"]}, ShapeError, "^attention_lines: heads has 2 names"),
+    (("a b", [[1.0]]), {}, TypeError, "^attention_lines: tokens must be"),
+    ((["a"], [[[1.0]]] * (MAX_HEADS + 1)), {}, ShapeError, "^attention_lines: 17 heads"),
+    ((["a"] * (MAX_TOKENS + 1), [[1.0] + [0.0] * MAX_TOKENS] * (MAX_TOKENS + 1)), {}, ShapeError,
+     "^attention_lines: tokens has 33 tokens"),
 ])
 def test_attention_lines_errors(args, kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -159,13 +203,13 @@ def test_keys_at_the_same_point_share_a_label_and_ties_all_win():
 
 
 @pytest.mark.parametrize("Q, K, tokens, query, error, message", [
-    ([[1, 2, 3]], [[1, 2, 3]], ["a"], 0, ShapeError, "query_key_arrows: Q is 1x3; .* d_k = 2"),
-    ([[1, 2]], [[1, 2, 3]], ["a"], 0, ShapeError, "query_key_arrows: K is 1x3"),
-    ([[1, 2]], [[1, 2]], ["a"], 1, IndexError, "query_key_arrows: query is 1; it must be a query row from 0 to 0"),
-    ([[1, 2]], [[1, 2]], ["a", "b"], 0, ShapeError, "tokens has 2 entries; it needs one per row \\(1\\)"),
-    ([[1, 2]], [[1, 2]], ["a"], True, TypeError, "query must be an int"),
-    ([[1, 2]], [[1, 2], [3, 4]], ["a"], 0, ShapeError, "K has 2 rows but there are 1 tokens; give key_tokens"),
-    ([[1, 2]], [[1, 2]] * (MAX_TOKENS + 1), ["a"], 0, ShapeError, "key_tokens"),
+    ([[1, 2, 3]], [[1, 2, 3]], ["a"], 0, ShapeError, "^query_key_arrows: Q is 1x3"),
+    ([[1, 2]], [[1, 2, 3]], ["a"], 0, ShapeError, "^query_key_arrows: K is 1x3"),
+    ([[1, 2]], [[1, 2]], ["a"], 1, ValueError, "^query_key_arrows: query is 1"),
+    ([[1, 2]], [[1, 2]], ["a", "b"], 0, ShapeError, "^query_key_arrows: tokens has 2 entries"),
+    ([[1, 2]], [[1, 2]], ["a"], True, TypeError, "^query_key_arrows: query must be an int"),
+    ([[1, 2]], [[1, 2], [3, 4]], ["a"], 0, ShapeError, "^query_key_arrows: K has 2 rows"),
+    ([[1, 2]], [[1, 2]] * (MAX_TOKENS + 1), ["a"], 0, ShapeError, "^query_key_arrows: K has 33 rows"),
 ])
 def test_query_key_arrows_errors(Q, K, tokens, query, error, message):
     with pytest.raises(error, match=message):
@@ -191,11 +235,11 @@ def test_line_chart_text():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"values": []}, ShapeError, "line_chart: values is empty"),
-    ({"values": [1.0, float("nan")]}, ValueError, "line_chart: values\\[1\\] is nan"),
-    ({"values": [1.0, 2.0], "marks": {5: "x"}}, ValueError, "line_chart: marks has x = 5"),
-    ({"values": [1.0, 2.0], "x_values": [1, 1]}, ValueError, "x_values must increase"),
-    ({"values": [0.0] * 10_001}, ShapeError, "MAX_POINTS"),
+    ({"values": []}, ShapeError, "^line_chart: values is empty"),
+    ({"values": [1.0, float("nan")]}, ValueError, r"^line_chart: values\[1\] is nan"),
+    ({"values": [1.0, 2.0], "marks": {5: "x"}}, ValueError, "^line_chart: marks has x = 5"),
+    ({"values": [1.0, 2.0], "x_values": [1, 1]}, ValueError, "^line_chart: x_values must increase"),
+    ({"values": [0.0] * 10_001}, ShapeError, "^line_chart: values has 10001 entries"),
 ])
 def test_line_chart_errors(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -231,11 +275,23 @@ def test_pipeline_draws_the_weights_it_computes():
 
 
 def test_pipeline_wants_the_example_and_a_sentence_that_fits():
-    with pytest.raises(TypeError, match="pipeline: ex must be the running example"):
+    with pytest.raises(TypeError, match="^pipeline: ex must be the running example"):
         pipeline([[1.0]])
     long = running_example(sentence=" ".join(["I"] * (MAX_TOKENS + 1)))
-    with pytest.raises(ShapeError, match=f"pipeline: the sentence has {MAX_TOKENS + 1} tokens; at most {MAX_TOKENS}"):
+    with pytest.raises(ShapeError, match=f"^pipeline: the sentence has {MAX_TOKENS + 1} tokens"):
         pipeline(long)
+
+
+def test_pipeline_draws_any_number_of_heads():
+    # heads 0, 1 and the last are drawn; the last of 32 has a style of its own (it was an IndexError)
+    picture = pipeline(running_example(d_model=32, num_heads=32))
+    assert "head 31" in texts(parse(picture)) and "32 heads" in repr(picture)
+
+
+def test_pipeline_draws_the_weights_of_its_mask():
+    ex = running_example()
+    cells = [e for e in parse(pipeline(ex, mask=causal_mask(ex.seq_len))).iter(f"{SVG}rect") if e.get("fill-opacity")]
+    assert len(cells) == ex.num_heads * 15  # 5 + 4 + ... + 1 keys each query may read
 
 
 # === The picture object and the committed file ===
@@ -273,9 +329,223 @@ def test_the_command(tmp_path):
     assert run.returncode == 0 and out.read_text(encoding="utf-8") == pipeline(running_example()).svg + "\n"
     bad = subprocess.run([sys.executable, "-m", "mha_lists.teaching.pictures"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "mha_lists.teaching.pictures", str(tmp_path / "no" / "p.svg")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.startswith("pictures: save: path ")
+    assert len(missing.stderr.strip().splitlines()) == 1 and not (tmp_path / "no").exists()
 
 
 def test_query_key_arrows_has_a_size_limit():
     keys = [f"k{j}" for j in range(MAX_TOKENS + 1)]
-    with pytest.raises(ShapeError, match=f"query_key_arrows: K has {MAX_TOKENS + 1} keys; at most {MAX_TOKENS}"):
+    with pytest.raises(ShapeError, match=f"^query_key_arrows: K has {MAX_TOKENS + 1} keys"):
         query_key_arrows([[1, 0]], [[1, 0]] * (MAX_TOKENS + 1), ["q"], query=0, key_tokens=keys)
+
+
+def test_a_picture_is_saved_to_a_path(tmp_path):
+    picture = line_chart([1.0, 0.5], title="loss", x_label="step", y_label="loss")
+    with pytest.raises(TypeError, match="^save: path must be"):
+        picture.save(5)
+    picture.save(str(tmp_path / "loss.svg"))
+    assert (tmp_path / "loss.svg").read_text(encoding="utf-8") == picture.svg + "\n"
+
+
+def test_pictures_do_not_change_their_arguments():
+    ex = running_example()
+    before = copy.deepcopy(ex)
+    pipeline(ex, mask=causal_mask(ex.seq_len))
+    assert ex == before
+    Q, K, tokens = [[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], ["a"]
+    query_key_arrows(Q, K, tokens, query=0, key_tokens=["x", "y"])
+    assert (Q, K, tokens) == ([[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], ["a"])
+    values, marks = [1.0, 0.5], {1: "end"}
+    line_chart(values, title="t", x_label="x", y_label="y", marks=marks)
+    assert (values, marks) == ([1.0, 0.5], {1: "end"})
+
+
+# === The edge of float64: drawn, or refused with a named error (each of these used to crash) ===
+
+
+def test_values_past_2_to_the_53_still_draw():
+    # 1e17 - 1 is 1e17: a flat line there, or one x there, used to divide by zero
+    flat = line_chart([1e17, 1e17], title="t", x_label="x", y_label="y")
+    ys = {p.split(",")[1] for p in parse(flat).find(f"{SVG}polyline").get("points").split()}
+    assert ys == {"155"}, "a flat line in the middle of the plot (40 + 230 / 2)"
+    one = line_chart([2.0], title="t", x_label="x", y_label="y", x_values=[1e17], marks={1e17: "here"})
+    assert parse(one).find(f"{SVG}polyline").get("points") == "70,155"
+    assert "nan" not in flat.svg + one.svg and "inf" not in flat.svg + one.svg
+
+
+def test_a_span_past_float64_is_refused_even_between_ints():
+    # 10**308 - (-10**308) is an int too large for a float: it used to raise a raw OverflowError
+    with pytest.raises(ValueError, match="^line_chart: the values are too large"):
+        line_chart([10**308, -10**308], title="t", x_label="x", y_label="y")
+    with pytest.raises(ValueError, match="^line_chart: the x_values are too large"):
+        line_chart([1.0, 2.0], title="t", x_label="x", y_label="y", x_values=[-10**308, 10**308])
+
+
+def test_values_at_the_edge_of_float64_still_draw():
+    arrows = query_key_arrows([[1e-320, 0.0]] * 2, [[1e-320, 0.0]] * 2, ["a", "b"], query=0)
+    assert arrows.text.endswith("wins: a, b") and "nan" not in arrows._repr_svg_()
+    big = line_chart([1e308, -1e308 / 2], title="t", x_label="x", y_label="y")
+    assert "nan" not in big.svg and "inf" not in big.svg
+
+
+def test_a_query_out_of_range_is_a_value_error_naming_the_range():
+    for query in (-1, 2, 10**50):  # -1 used to raise IndexError
+        with pytest.raises(ValueError, match=r"^query_key_arrows: query is .*; it must be a query row from 0 to 1$"):
+            query_key_arrows([[1, 0], [0, 1]], [[1, 0], [0, 1]], ["a", "b"], query=query)
+
+
+def test_scores_too_large_for_a_float_are_named():
+    for Q, K in [([[1e200, 1e200]], [[1e200, 1e200]]), ([[10**200, 0]], [[10**200, 0]])]:  # float, then int products
+        with pytest.raises(ValueError, match="^query_key_arrows: the scores q·k are too large"):
+            query_key_arrows(Q, K, ["a"], query=0)
+    with pytest.raises(ValueError, match=r"^query_key_arrows: Q\[0\]\[0\] is an int of 401 digits"):
+        query_key_arrows([[10**400, -10**400]], [[1, 0]], ["a"], query=0)  # they cancel in a quick sum
+
+
+def test_save_refuses_what_is_not_a_file_to_write(tmp_path):
+    picture = line_chart([1.0], title="t", x_label="x", y_label="y")
+    os.mkfifo(tmp_path / "pipe.svg")  # writing to a pipe waits for a reader: it used to hang
+    for path in (tmp_path / "pipe.svg", tmp_path, tmp_path / "missing" / "p.svg", "a\0b.svg", tmp_path / ("y" * 300)):
+        with pytest.raises(ValueError, match="^save: path"):
+            picture.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.svg"]
+
+
+def test_a_file_that_cannot_be_written_is_named(tmp_path, monkeypatch):
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", refuse)
+    with pytest.raises(ValueError, match=r"^save: path .* cannot be written: Permission denied$"):
+        PICTURE.save(tmp_path / "p.svg")
+
+
+# === The messages, each once, word for word ===
+
+
+EX = running_example()
+PICTURE = line_chart([1.0], title="t", x_label="x", y_label="y")
+CHART = dict(title="t", x_label="x", y_label="y")
+MESSAGE_CASES = [
+    ("path type", lambda: PICTURE.save(5), TypeError, dict(type="int")),
+    ("path nul", lambda: PICTURE.save("a\0b.svg"), ValueError, dict(value="'a\\x00b.svg'")),
+    ("path not a file", lambda: PICTURE.save("/"), ValueError, dict(value="'/'")),
+    ("path folder", lambda: PICTURE.save("/no/such/folder/p.svg"), ValueError, dict(value="'/no/such/folder/p.svg'")),
+    ("path cannot write", lambda: PICTURE.save("/tmp/" + "y" * 300), ValueError,
+     dict(value="'/tmp/" + "y" * 50 + " ...", reason="File name too long")),
+    ("labels type", lambda: attention_lines(["a"], [[1.0]], heads="h"), TypeError,
+     dict(func="attention_lines", name="heads", value="'h'")),
+    ("labels type", lambda: query_key_arrows([[1, 0]], [[1, 0]], [1], query=0), TypeError,
+     dict(func="query_key_arrows", name="tokens", value="[1]")),
+    ("labels empty", lambda: attention_lines([], [[1.0]]), ShapeError, dict(func="attention_lines", name="tokens")),
+    ("labels count", lambda: query_key_arrows([[1, 2]], [[1, 2]], ["a"], query=0, key_tokens=["a", "b"]), ShapeError,
+     dict(func="query_key_arrows", name="key_tokens", n=2, rows=1)),
+    ("plane", lambda: query_key_arrows([[1, 2, 3]], [[1, 2]], ["a"], query=0), ShapeError,
+     dict(func="query_key_arrows", name="Q", shape="1x3", d=3)),
+    ("example type", lambda: pipeline([[1.0]]), TypeError, dict(type="list")),
+    ("example tokens", lambda: pipeline(EX._replace(tokens="I like")), TypeError, dict(value="'I like'")),
+    ("example length", lambda: pipeline(EX._replace(tokens=["I"] * 33)), ShapeError, dict(T=33)),
+    ("example rows", lambda: pipeline(EX._replace(x=EX.x[:3])), ShapeError, dict(rows=3, T=5)),
+    ("example d_model", lambda: pipeline(EX._replace(x=[row[:8] for row in EX.x])), ShapeError,
+     dict(d=8, d_model=16)),
+    ("weights type", lambda: attention_lines(["a"], "w"), TypeError, dict(type="str")),
+    ("weights heads", lambda: attention_lines(["a"], [[[1.0]]] * 17), ShapeError, dict(H=17)),
+    ("weights shape", lambda: attention_lines(["a", "b"], [[[1.0, 0.0], [0.5, 0.5]], [[1.0], [1.0]]]), ShapeError,
+     dict(label="weights[1]", shape="2x1", expected="2x2")),
+    ("weights range", lambda: attention_lines(["a", "b"], [[1.0, 0.0], [1.5, -0.5]]), ValueError,
+     dict(label="weights", i=1, j=0, value=1.5)),
+    ("lines tokens", lambda: attention_lines(["q"], [[1.0] + [0.0] * 32], key_tokens=["k"] * 33), ShapeError,
+     dict(name="key_tokens", n=33)),
+    ("lines heads", lambda: attention_lines(["a"], [[1.0]], heads=["x", "y"]), ShapeError, dict(n=2, H=1)),
+    ("arrows key_tokens", lambda: query_key_arrows([[1, 2]], [[1, 2], [3, 4]], ["a"], query=0), ShapeError,
+     dict(T_k=2, T=1)),
+    ("arrows keys", lambda: query_key_arrows([[1, 0]], [[1, 0]] * 33, ["q"], query=0, key_tokens=["k"] * 33),
+     ShapeError, dict(T_k=33)),
+    ("arrows query", lambda: query_key_arrows([[1, 2]], [[1, 2]], ["a"], query=-1), ValueError, dict(value=-1, last=0)),
+    ("arrows overflow", lambda: query_key_arrows([[1e200, 1e200]], [[1e200, 1e200]], ["a"], query=0), ValueError, {}),
+    ("chart points", lambda: line_chart([0.0] * 10_001, **CHART), ShapeError, dict(n=10001)),
+    ("chart x_values count", lambda: line_chart([1.0, 2.0], x_values=[0], **CHART), ShapeError, dict(n=1, m=2)),
+    ("chart x_values order", lambda: line_chart([1.0, 2.0], x_values=[1, 0], **CHART), ValueError, {}),
+    ("chart overflow", lambda: line_chart([1e308, -1e308], **CHART), ValueError, dict(name="values")),
+    ("marks type", lambda: line_chart([1.0], marks=[0], **CHART), TypeError, dict(type="list")),
+    ("marks count", lambda: line_chart([1.0, 2.0], marks={x / 10_001: "m" for x in range(10_001)}, **CHART),
+     ShapeError, dict(n=10001)),
+    ("marks x", lambda: line_chart([1.0, 2.0], marks={5: "x"}, **CHART), ValueError, dict(x=5, first=0, last=1)),
+    ("marks x", lambda: line_chart([1.0, 2.0], x_values=[0.5, 2.5], marks={"a": "x"}, **CHART), ValueError,
+     dict(x="'a'", first=0.5, last=2.5)),
+    ("marks label", lambda: line_chart([1.0, 2.0], marks={1: 2}, **CHART), TypeError, dict(x=1, value=2)),
+]
+
+
+@pytest.mark.parametrize("key, call, error, fields", MESSAGE_CASES, ids=[case[0] for case in MESSAGE_CASES])
+def test_each_message_is_its_template(key, call, error, fields):
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value) == MESSAGES[key].format(**fields)
+
+
+def test_every_template_is_tried():
+    assert {case[0] for case in MESSAGE_CASES} == set(MESSAGES)
+
+
+# === Bad input: a named error, one short line, the arguments unchanged ===
+
+NAN, INF = float("nan"), float("inf")
+LONG = "x" * 10_000
+BAD_CALLS = [  # (name the message must start with, function, arguments, keyword arguments)
+    *[("pipeline", pipeline, (ex,), {}) for ex in (
+        None, EX._replace(tokens=[LONG, 5]), EX._replace(tokens=[]), EX._replace(x=[[NAN] * 16] * 5),
+        EX._replace(x=[[1e200] * 16] * 5), EX._replace(weights=None),
+        EX._replace(weights=EX.weights._replace(W_O=[[1.0]])),
+        EX._replace(x=[[10**400, -10**400] + [0.0] * 14] * 5))],
+    *[("pipeline", pipeline, (EX,), {"mask": mask}) for mask in (
+        causal_mask(3), [[True] * 5] * 4 + [[False] * 5], [[1] * 5] * 5, "mask", [[LONG] * 5] * 5)],
+    *[("attention_lines", attention_lines, args, kwargs) for args, kwargs in [
+        ((None, [[1.0]]), {}), ((LONG, [[1.0]]), {}), (([LONG, 5], [[1.0]]), {}), ((["a"], None), {}),
+        ((["a"], [[NAN]]), {}), ((["a"], [[INF]]), {}), ((["a"], [[True]]), {}), ((["a"], [["x"]]), {}),
+        ((["a"], [[10**400]]), {}), ((["a"], [[1.0]]), {"heads": [LONG, 5]}), ((["a"], [[1.0]]), {"title": 5}),
+        ((["a"], [[1.0]]), {"key_tokens": ["a", "b"]}), ((["a"], [[1.0]]), {"key_tokens": []}),
+        ((["a"], [[[1.0]], [[1.0, 0.0]]]), {}), ((["a"], [[1.0]]), {"heads": []})]],
+    *[("query_key_arrows", query_key_arrows, args, kwargs) for args, kwargs in [
+        ((None, [[1, 0]], ["a"]), {"query": 0}), (([[1, 0]], None, ["a"]), {"query": 0}),
+        (([[NAN, 0]], [[1, 0]], ["a"]), {"query": 0}), (([[1, 0]], [[1, 0]], ["a"]), {"query": 1.0}),
+        (([[1, 0]], [[1, 0]], ["a"]), {"query": None}), (([[1, 0]], [[1, 0]], ["a"]), {"query": LONG}),
+        (([[1, 0]], [[1, 0]], ["a"]), {"query": 10**400}), (([[1, 0]], [[1, 0]], ["a"]), {"query": -10**5000}),
+        (([[1, 0]], [[1, 0]], ["a"]), {"query": 0, "title": 5}), (([[1, 0]], [[1, 0]], LONG), {"query": 0}),
+        (([[10**200, 0]], [[10**200, 0]], ["a"]), {"query": 0}),
+        (([[1, 0]], [[10**400, -10**400]], ["a"]), {"query": 0}),
+        (([[1, 0]], [[1, 0], [0, 1]], ["a"]), {"query": 0, "key_tokens": [LONG]})]],
+    *[("line_chart", line_chart, (values,), CHART) for values in (
+        None, [], [NAN], [INF], ["a"], [True], [[1.0]], [10**400], LONG, [10**308, -10**308], [1e308, -1e308])],
+    *[("line_chart", line_chart, ([1.0, 2.0],), {**CHART, **kwargs}) for kwargs in (
+        {"title": None}, {"x_label": 5}, {"y_label": [LONG]}, {"x_values": [0, NAN]}, {"x_values": [1, 0]},
+        {"x_values": [0]}, {"x_values": LONG}, {"x_values": [-1e308, 1e308]}, {"marks": {LONG: "x"}},
+        {"marks": {0: LONG * 0 or 5}}, {"marks": {NAN: "x"}}, {"marks": {INF: "x"}}, {"marks": {10**400: "x"}},
+        {"marks": [(0, "x")]}, {"marks": {0: [LONG]}})],
+    *[("save", Picture.save, (PICTURE, path), {}) for path in (None, 5, [LONG], "/", "/no/such/folder/p.svg", "\0")],
+    *[("Picture", Picture, args, {}) for args in ((None, "text"), ("<svg/>", 5), ("<svg/>", [LONG]))],
+]
+
+
+def snapshot(obj):
+    """What to compare before and after a call: nested values (nan equal to nan)."""
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, [snapshot(item) for item in obj])
+    if isinstance(obj, dict):
+        return ("dict", [(snapshot(k), snapshot(v)) for k, v in obj.items()])
+    return obj if type(obj) is int else repr(obj)  # an int of over 4,300 digits has no repr
+
+
+@pytest.mark.parametrize("name", sorted({case[0] for case in BAD_CALLS}))
+def test_bad_input_gets_a_short_named_error_and_changes_nothing(name):
+    for func, args, kwargs in [case[1:] for case in BAD_CALLS if case[0] == name]:
+        before = snapshot((args, kwargs))
+        with pytest.raises((ShapeError, ValueError, TypeError)) as info:
+            func(*args, **kwargs)
+        message = str(info.value)
+        assert message.startswith(f"{name}: "), message
+        assert "\n" not in message and len(message) < 300, message
+        assert snapshot((args, kwargs)) == before, f"{name} changed its arguments"

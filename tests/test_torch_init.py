@@ -16,6 +16,16 @@ from mha_lists.teaching.torch_init import (
     xavier_uniform_bound,
 )
 from mha_lists.core.attention import check_weights
+from mha_lists.teaching.weights import MAX_FAN
+
+# Each message of torch_init.py, pinned once; the tests below match only its start (function and argument).
+MESSAGES = {
+    "heads divide": "torch_mha_weights: d_model {d_model} is not divisible by num_heads {num_heads}; "
+                    "nn.MultiheadAttention needs embed_dim divisible by num_heads",
+    "linear count": "torch_linear_weights: fan_in {fan_in} and fan_out {fan_out} make {count} weights; "
+                    "at most 5,000,000",
+    "mha count": "torch_mha_weights: d_model {d_model} (4 * d_model^2) make {count} weights; at most 5,000,000",
+}
 
 
 def entries(*matrices):
@@ -85,10 +95,37 @@ def test_torch_linear_weights_draw_weight_and_bias_from_the_same_range():
 # === Bad input ===
 
 
+MESSAGE_CASES = [
+    ("heads divide", lambda: torch_mha_weights(16, 3, seed=0), ShapeError, dict(d_model=16, num_heads=3)),
+    ("heads divide", lambda: torch_mha_weights(16, 10**50, seed=0), ShapeError,
+     dict(d_model=16, num_heads="an int of 51 digits")),
+    ("linear count", lambda: torch_linear_weights(10**6, 10, rng=random.Random(0)), ValueError,
+     dict(fan_in=1000000, fan_out=10, count="10,000,010")),
+    ("mha count", lambda: torch_mha_weights(2000, 1, seed=0), ValueError, dict(d_model=2000, count="16,000,000")),
+]
+
+
+@pytest.mark.parametrize("key, call, error, fields", MESSAGE_CASES, ids=[case[0] for case in MESSAGE_CASES])
+def test_each_message_is_its_template(key, call, error, fields):
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value) == MESSAGES[key].format(**fields)
+
+
+def test_every_template_is_tried():
+    assert {case[0] for case in MESSAGE_CASES} == set(MESSAGES)
+
+
+def test_the_fused_bound_is_computed_for_any_d_model_up_to_max_fan():
+    # 3 * d_model may pass MAX_FAN: the fused bound is not refused as if it were a fan_out given
+    assert mha_in_proj_bound(MAX_FAN) == math.sqrt(6 / (4 * MAX_FAN))
+    with pytest.raises(ValueError, match=r"^mha_in_proj_bound: d_model is"):
+        mha_in_proj_bound(MAX_FAN + 1)
+
+
 def test_bad_sizes_and_generators():
-    with pytest.raises(ShapeError, match="torch_mha_weights: d_model 16 is not divisible by num_heads 3"):
-        torch_mha_weights(16, 3, seed=0)
-    with pytest.raises(ValueError, match="linear_bound: fan_in must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="^linear_bound: fan_in must be a positive int, got 0"):
         linear_bound(0)
     with pytest.raises(ValueError, match="kaiming_uniform_bound: a must be a finite number"):
         kaiming_uniform_bound(4, a=float("inf"))
@@ -100,3 +137,54 @@ def test_bad_sizes_and_generators():
         mha_in_proj_bound(16.0)
     with pytest.raises(TypeError, match="torch_linear_weights: rng must be a random.Random"):
         torch_linear_weights(4, 4, rng=42)
+
+
+# === Bad input: a named error, one short line, the arguments unchanged ===
+
+BAD_SIZES = [None, "2", 2.5, 2.0, 0, -1, True, [2], {}, "s" * 10_000]
+R = random.Random(0)
+BAD_CALLS = []  # (name the message must start with, function, arguments, keyword arguments)
+for n in BAD_SIZES + [10**400, MAX_FAN + 1]:
+    BAD_CALLS += [("kaiming_uniform_bound", kaiming_uniform_bound, (n,), {}), ("linear_bound", linear_bound, (n,), {}),
+                  ("xavier_uniform_bound", xavier_uniform_bound, (n, 4), {}),
+                  ("xavier_uniform_bound", xavier_uniform_bound, (4, n), {}),
+                  ("mha_in_proj_bound", mha_in_proj_bound, (n,), {})]
+for a in [None, "1", float("nan"), float("inf"), True, [1.0], 10**400]:
+    BAD_CALLS.append(("kaiming_uniform_bound", kaiming_uniform_bound, (16, a), {}))
+for n in BAD_SIZES + [10**9, 10**400]:
+    BAD_CALLS += [("torch_linear_weights", torch_linear_weights, (n, 4), {"rng": R}),
+                  ("torch_linear_weights", torch_linear_weights, (4, n), {"rng": R}),
+                  ("torch_mha_weights", torch_mha_weights, (n, 2), {"seed": 0}),
+                  ("torch_mha_weights", torch_mha_weights, (16, n), {"seed": 0})]
+for rng in [None, 0, "rng", random]:
+    BAD_CALLS.append(("torch_linear_weights", torch_linear_weights, (4, 4), {"rng": rng}))
+BAD_CALLS += [("torch_linear_weights", torch_linear_weights, (10**9, 10**9), {"rng": R}),
+              ("torch_mha_weights", torch_mha_weights, (16, 3), {"seed": 0}),
+              ("torch_mha_weights", torch_mha_weights, (100_000, 1), {"seed": 0})]
+for seed in [None, "x", 1.5, True, [1], 10**100, -10**5000]:
+    BAD_CALLS.append(("torch_mha_weights", torch_mha_weights, (16, 2), {"seed": seed}))
+for b in [None, 1, "yes"]:
+    BAD_CALLS.append(("torch_mha_weights", torch_mha_weights, (16, 2), {"seed": 0, "bias": b}))
+
+
+def snapshot(obj):
+    """What to compare before and after a call: nested values, a generator by its state."""
+    if isinstance(obj, random.Random):
+        return ("Random", obj.getstate())
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, [snapshot(item) for item in obj])
+    if isinstance(obj, dict):
+        return ("dict", [(snapshot(k), snapshot(v)) for k, v in obj.items()])
+    return obj if type(obj) is int else repr(obj)  # an int of over 4,300 digits has no repr
+
+
+@pytest.mark.parametrize("name", sorted({case[0] for case in BAD_CALLS}))
+def test_bad_input_gets_a_short_named_error_and_changes_nothing(name):
+    for func, args, kwargs in [case[1:] for case in BAD_CALLS if case[0] == name]:
+        before = snapshot((args, kwargs))
+        with pytest.raises((ShapeError, ValueError, TypeError)) as info:
+            func(*args, **kwargs)
+        message = str(info.value)
+        assert message.startswith(f"{name}: "), message
+        assert "\n" not in message and len(message) < 300, message
+        assert snapshot((args, kwargs)) == before, f"{name} changed its arguments"

@@ -23,7 +23,8 @@ import math
 import random
 from typing import Optional
 
-from ..core.checks import all_finite, checked, too_large
+from ..core.checks import ShapeError, all_finite, check_matrix, check_number, check_rng, check_vector, shorten, \
+    too_large
 from ..core.matrix import Matrix, Vector
 
 __all__ = ["layer_norm", "dropout", "LAYER_NORM_EPS"]
@@ -31,19 +32,21 @@ __all__ = ["layer_norm", "dropout", "LAYER_NORM_EPS"]
 LAYER_NORM_EPS = 1e-5  # PyTorch's default for nn.LayerNorm and F.layer_norm
 
 
+def check_floats(func: str, name: str, M: object) -> tuple[int, int]:
+    """``check_matrix``, and every entry within float64's range: ints too large for a float that cancel
+    each other (10**400 and -10**400) pass its quick test, a sum; here each row is then looked at."""
+    shape = check_matrix(func, name, M)
+    if not all_finite(M):
+        for i, row in enumerate(M):
+            check_vector(func, f"{name}[{i}]", row)
+    return shape
+
+
 # === LayerNorm ===
 
 
-@checked(x="finite matrix T d", gain="optional finite vector d", bias="optional finite vector d", eps="positive number",
-         why={"d": "x is {first_shape} and {name} has {value} entries; {name} needs one entry per column ({expected})"},
-         finite_result=True)  # a gain or a bias too large for float64
-def layer_norm(
-    x: Matrix,
-    gain: Optional[Vector] = None,
-    bias: Optional[Vector] = None,
-    *,
-    eps: float = LAYER_NORM_EPS,
-) -> Matrix:
+def layer_norm(x: Matrix, gain: Optional[Vector] = None, bias: Optional[Vector] = None, *,
+               eps: float = LAYER_NORM_EPS) -> Matrix:  # (T, d), (d,), (d,) -> (T, d)
     """Normalise each row of x (T, d) to mean 0 and variance 1; the result is (T, d).
 
     For each row: mean = sum / d, var = sum((v - mean)^2) / d (the biased
@@ -57,11 +60,24 @@ def layer_norm(
     >>> [round(v, 4) for v in layer_norm([[0, 4]], gain=[2, 3], bias=[10, 20])[0]]  # -1*2+10, 1*3+20
     [8.0, 23.0]
     """
-    rows = [_normalise(row, eps) for row in x]
+    T, d = check_floats("layer_norm", "x", x)
+    for name, v in (("gain", gain), ("bias", bias)):
+        if v is not None and check_vector("layer_norm", name, v) != d:
+            raise ShapeError(f"layer_norm: x is {T}x{d} and {name} has {len(v)} entries; {name} needs one entry "
+                             f"per column ({d})")
+    check_number("layer_norm", "eps", eps, positive=True)
+    try:
+        rows = [_normalise(row, eps) for row in x]
+    except (OverflowError, ValueError):  # a square or fsum's running total past float64's range (inf - inf)
+        rows = None
+    if rows is None or not all_finite(rows):  # a deviation of inf makes inf / inf
+        raise too_large("layer_norm", "the squared deviations")
     if gain is not None:
         rows = [[y * g for y, g in zip(row, gain)] for row in rows]
     if bias is not None:
         rows = [[y + b for y, b in zip(row, bias)] for row in rows]
+    if not all_finite(rows):  # a gain or a bias near float64's largest
+        raise too_large("layer_norm", "the outputs")
     return rows
 
 
@@ -69,7 +85,7 @@ def _normalise(row: Vector, eps: float) -> Vector:
     """(row - mean) / sqrt(var + eps) for one row (d,); the result is (d,).
 
     A square, or fsum's running total, that leaves float64's range raises
-    OverflowError: the door of ``layer_norm`` reports it as too large.
+    OverflowError (or fsum's ValueError for inf - inf); ``layer_norm`` names it.
     """
     d = len(row)
     mean = math.fsum(row) / d
@@ -81,20 +97,7 @@ def _normalise(row: Vector, eps: float) -> Vector:
 # === Dropout ===
 
 
-def _dropout_rules(func: str, arguments: dict, sizes: dict) -> None:
-    """p is a probability below 1, rng a generator, and no survivor, scaled by 1 / (1 - p), leaves float64."""
-    M, p = arguments["M"], arguments["p"]
-    if not 0 <= p < 1:
-        raise ValueError(
-            f"{func}: p must be a probability with 0 <= p < 1, got {p!r}; "
-            "p = 1 would zero every entry and 1 / (1 - p) is undefined"
-        )
-    if not all_finite([[max(abs(v) for row in M for v in row) * (1 / (1 - p))]]):  # as the body scales
-        raise too_large(func)  # an entry near float64's largest, divided by 1 - p
-
-
-@checked(M="finite matrix n m", p="number", rng="rng", also=_dropout_rules)
-def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
+def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:  # (n, m) -> (n, m)
     """Inverted dropout of M (n, m): each entry is zeroed with probability p, the rest scaled by 1/(1-p).
 
     The result is (n, m). One ``rng.random()`` per entry, row by row: an entry
@@ -108,8 +111,16 @@ def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:
     >>> sorted({v for v in dropout([[1.0] * 8], 0.5, rng=random.Random(0))[0]})  # 0 or 1 / (1 - 0.5)
     [0.0, 2.0]
     """
+    check_floats("dropout", "M", M)
+    check_number("dropout", "p", p)
+    check_rng("dropout", "rng", rng)
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout: p must be a probability with 0 <= p < 1, got {shorten(p)}; "
+                         "p = 1 would zero every entry and 1 / (1 - p) is undefined")
     if p == 0:
         return [list(row) for row in M]
     keep = 1 - p
     survivor_scale = 1 / keep
+    if not all_finite([[max(abs(v) for row in M for v in row) * survivor_scale]]):  # as the body scales
+        raise too_large("dropout", "the scaled survivors")  # an entry near float64's largest, divided by 1 - p
     return [[v * survivor_scale if rng.random() < keep else 0.0 for v in row] for row in M]

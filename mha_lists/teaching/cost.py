@@ -9,15 +9,10 @@ check the formula against real calls.
 
 from __future__ import annotations
 
-from ..core.checks import checked
-from ..core.matrix import Matrix, matmul
+from ..core.checks import ShapeError, check_matrix, shorten, too_large
+from ..core.matrix import Matrix, finite, product
 
 __all__ = ["MultiplyAddCounter"]
-
-
-def _step_is_a_str(func: str, arguments: dict, sizes: dict) -> None:
-    if not isinstance(arguments["step"], str):
-        raise TypeError(f"{func}: step must be a str (the name to count under), got {arguments['step']!r}")
 
 
 class MultiplyAddCounter:
@@ -33,17 +28,24 @@ class MultiplyAddCounter:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
 
-    # Its messages say "matmul:", as the product's own do: the counter stands in for matmul.
-    @checked(A="finite matrix n m", B="finite matrix m p", also=_step_is_a_str, finite_result=True)
-    def matmul(self, step: str, A: Matrix, B: Matrix) -> Matrix:
+    def matmul(self, step: str, A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p)
         """``matmul(A, B)``, adding its n * m * p multiply-adds to ``counts[step]``.
 
-        A product that overflows float64 is refused after it was done: its
-        multiply-adds are counted, as work done.
+        Its messages say "matmul:", as the product's own do: the counter stands
+        in for matmul. A product that overflows float64 is refused after it was
+        done: its multiply-adds are counted, as work done.
         """
-        C = matmul(A, B)
-        self.counts[step] = self.counts.get(step, 0) + len(A) * len(B) * len(C[0])
-        return C
+        if not isinstance(step, str):
+            raise TypeError(f"matmul: step must be a str (the name to count under), got {shorten(step)}")
+        n, m = check_matrix("matmul", "A", A)
+        m_B, p = check_matrix("matmul", "B", B)
+        if m != m_B:
+            raise ShapeError(f"matmul: A is {n}x{m} and B is {m_B}x{p}; A's columns ({m}) must equal B's rows ({m_B})")
+        self.counts[step] = self.counts.get(step, 0) + n * m * p
+        try:
+            return finite(product(A, B), "the products of A and B")
+        except OverflowError:  # a product past float64's range, or an int product too large for a float
+            raise too_large("matmul", "the products of A and B") from None
 
     @property
     def total(self) -> int:

@@ -36,11 +36,13 @@ table_softmax(row, scale)      the softmax a student does with that table
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..core.checks import check_matrix, checked
-from ..core.matrix import Matrix, Vector, matmul, transpose
+from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_number, check_rows, check_vector, \
+    shorten, too_large
+from ..core.matrix import Matrix, Vector, finite, matmul, product  # matmul: for paper_example's doctest
 from ..core.attention import MHAWeights
 
 __all__ = ["paper_example", "raw_scores", "integer_matrix", "score_differences", "exp_table", "table_softmax"]
@@ -116,27 +118,24 @@ def paper_example() -> PaperExample:
     return PaperExample(list(PAPER_TOKENS), list(PAPER_FEATURES), copy(_X), weights, list(PAPER_HEADS))
 
 
-@checked(Q="finite matrix T d_k", K="finite matrix T_k d_k", finite_result=True,
-         why={"d_k": "Q and K must have the same number of columns (d_k) to be multiplied"})
-def raw_scores(Q: Matrix, K: Matrix) -> Matrix:
+def raw_scores(Q: Matrix, K: Matrix) -> Matrix:  # (T, d_k), (T_k, d_k) -> (T, T_k)
     """Q (T, d_k) times K^T (d_k, T_k): the (T, T_k) scores before scaling.
 
     >>> raw_scores([[2, 0]], [[2, 0], [0, 2], [-2, 0]])
     [[4.0, 0.0, -4.0]]
     """
-    return matmul(Q, transpose(K))
+    T, d_k = check_matrix("raw_scores", "Q", Q)
+    T_k, d_k_K = check_matrix("raw_scores", "K", K)
+    if d_k != d_k_K:
+        raise ShapeError(f"raw_scores: Q is {T}x{d_k} and K is {T_k}x{d_k_K}; Q and K must have the same number of "
+                         "columns (d_k) to be multiplied")
+    try:
+        return finite(product(Q, [list(column) for column in zip(*K)]), "the raw scores")  # Q @ K^T
+    except OverflowError:  # a score past float64's range, or an int product too large for a float
+        raise too_large("raw_scores", "the raw scores") from None
 
 
-def _whole_numbers(func: str, arguments: dict, sizes: dict) -> None:
-    for i, row in enumerate(arguments["M"]):
-        for j, value in enumerate(row):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    isinstance(value, int) or value.is_integer()):
-                raise ValueError(f"{func}: M[{i}][{j}] is {value!r}, not a whole number")
-
-
-@checked(M="rows n m", also=_whole_numbers)
-def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:
+def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:  # (n, m) -> (n, m)
     """M (n, m) with every whole-number entry as an int, for printing integers as integers.
 
     >>> integer_matrix([[4.0, -0.0], [2.0, 1.0]])
@@ -146,23 +145,16 @@ def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:
     ...
     ValueError: integer_matrix: M[0][0] is 0.5, not a whole number
     """
+    check_rows("integer_matrix", "M", M)
+    for i, row in enumerate(M):
+        for j, value in enumerate(row):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    isinstance(value, int) or value.is_integer()):
+                raise ValueError(f"integer_matrix: M[{i}][{j}] is {shorten(value)}, not a whole number")
     return [[int(value) for value in row] for row in M]
 
 
-def _whole_score_matrices(func: str, arguments: dict, sizes: dict) -> None:
-    score_matrices = arguments["score_matrices"]
-    if not isinstance(score_matrices, (list, tuple)) or not score_matrices:
-        raise TypeError(f"{func}: score_matrices must be a non-empty list of matrices, got {score_matrices!r:.60}")
-    for i, S in enumerate(score_matrices):
-        check_matrix(func, f"score_matrices[{i}]", S, finite=True)
-        for row in S:
-            for s in row:
-                if not float(s).is_integer():
-                    raise ValueError(f"{func}: score_matrices[{i}] holds {s!r}; raw scores must be whole numbers")
-
-
-@checked(also=_whole_score_matrices)
-def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:
+def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:  # h x (T, T_k) -> (n,)
     """Every d = s - max(row) that occurs in some (integer) score matrices, largest first.
 
     A student looks up e^(d * scale) for each; d = 0 is always there (each row's maximum).
@@ -170,14 +162,25 @@ def score_differences(score_matrices: Sequence[Matrix]) -> list[int]:
     >>> score_differences([[[4, 0, -4]], [[0, 4, 0]]])
     [0, -4, -8]
     """
-    seen = set()
+    func = "score_differences"
+    if not isinstance(score_matrices, (list, tuple)) or not score_matrices:
+        raise TypeError(f"{func}: score_matrices must be a non-empty list of matrices, got {shorten(score_matrices)}")
+    for h, S in enumerate(score_matrices):
+        check_matrix(func, f"score_matrices[{h}]", S)
+        for i, row in enumerate(S):
+            check_vector(func, f"score_matrices[{h}][{i}]", row)  # ints too large for a float, which cancel in a sum
+            for s in row:
+                if not float(s).is_integer():
+                    raise ValueError(f"{func}: score_matrices[{h}] holds {shorten(s)}; raw scores must be whole "
+                                     "numbers")
+    differences = []
     for S in score_matrices:
         for row in S:
             top = max(row)
-            for s in row:
-                # -1.7e308 - 1.7e308 is -inf: int() raises OverflowError, which the door reports as too large.
-                seen.add(int(s - top))
-    return sorted(seen, reverse=True)
+            differences += [s - top for s in row]
+    if not all_finite([differences]):  # -1.7e308 - 1.7e308 is -inf
+        raise too_large(func, "the differences s - max(row)")
+    return sorted({int(d) for d in differences}, reverse=True)
 
 
 class ExpRow(NamedTuple):
@@ -188,27 +191,32 @@ class ExpRow(NamedTuple):
     exp: float
 
 
-def _digits_in_range(func: str, arguments: dict, sizes: dict) -> None:
-    if not 0 <= arguments["digits"] <= 17:
-        raise ValueError(f"{func}: digits is {arguments['digits']}; give 0 to 17 digits after the point")
+def check_digits(func: str, digits: object) -> int:
+    """Digits after the point for ``round``: an int from 0 to 17."""
+    if not 0 <= check_int(func, "digits", digits) <= 17:
+        raise ValueError(f"{func}: digits is {shorten(digits)}; give 0 to 17 digits after the point")
+    return digits
 
 
-# math.exp raises OverflowError past float64's largest (x > 709.78...), which the door reports as too large;
-# x itself is inf or -inf when d * scale overflows, which the door sees in the table.
-@checked(differences="finite vector n", scale="positive number", digits="int", also=_digits_in_range,
-         finite_result=lambda table: [row.x for row in table])
-def exp_table(differences: Sequence[int], scale: float, digits: int = 4) -> list[ExpRow]:
+def exp_table(differences: Sequence[int], scale: float, digits: int = 4) -> list[ExpRow]:  # (n,) -> n rows
     """One row (d, x = d * scale, e^x rounded to ``digits``) per difference, in the given order.
 
     >>> exp_table([0, -4], 0.5)
     [ExpRow(d=0, x=0.0, exp=1.0), ExpRow(d=-4, x=-2.0, exp=0.1353)]
     """
+    check_vector("exp_table", "differences", differences)
+    check_number("exp_table", "scale", scale, positive=True)
+    check_digits("exp_table", digits)
     xs = [d * scale for d in differences]
-    return [ExpRow(d, x, round(math.exp(x), digits)) for d, x in zip(differences, xs)]
+    if not all_finite([xs]):  # d * scale past float64's range: e^x would be a silent 0 or an overflow
+        raise too_large("exp_table", "the exponents x = d * scale")
+    try:
+        return [ExpRow(d, x, round(math.exp(x), digits)) for d, x in zip(differences, xs)]
+    except OverflowError:  # e^x past float64's largest: x > 709.78...
+        raise too_large("exp_table", "the powers e^x") from None
 
 
-@checked(raw_row="finite vector n", scale="positive number", digits="int", also=_digits_in_range)
-def table_softmax(raw_row: Sequence[float], scale: float, digits: int = 4) -> Vector:
+def table_softmax(raw_row: Sequence[float], scale: float, digits: int = 4) -> Vector:  # (n,) -> (n,)
     """Softmax of ``raw_row * scale`` the pencil way: e^x from the rounded table, then divide.
 
     Each e^((s - max) * scale) is rounded to ``digits`` as the printed table
@@ -218,8 +226,13 @@ def table_softmax(raw_row: Sequence[float], scale: float, digits: int = 4) -> Ve
     >>> [round(w, 4) for w in table_softmax([4, 0, -4], 0.5)]
     [0.8669, 0.1173, 0.0159]
     """
+    check_vector("table_softmax", "raw_row", raw_row)
+    check_number("table_softmax", "scale", scale, positive=True)
+    check_digits("table_softmax", digits)
     top = max(raw_row)
-    # Every x = (s - top) * scale is 0 or less, so e^x is at most 1; far below the top it is 0.0.
-    exps = [round(math.exp((s - top) * scale), digits) for s in raw_row]
+    # Every x = (s - top) * scale is 0 or less, so e^x is at most 1; far below the top it is 0.0
+    # (an x that overflows to -inf included). The top's own is e^0 = 1, so the sum is at least 1.
+    # An int difference below -1.8e308 has no float: it is held at float64's lowest, whose e^x is 0 too.
+    exps = [round(math.exp(max(s - top, -sys.float_info.max) * scale), digits) for s in raw_row]
     total = math.fsum(exps)
     return [e / total for e in exps]

@@ -26,11 +26,11 @@ import math
 import pathlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Optional, Union
+from typing import Optional, Union
 
-from ..core.attention import attention_trace
-from ..core.attention import check_weights
-from ..core.checks import ShapeError, check_matrix, checked, describe, is_number, kind, too_large
+from ..core.attention import Dims, check_layer, check_weights, trace_layer
+from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_str, check_vector, describe, \
+    is_number, shorten, too_large
 from ..core.matrix import Matrix, Vector
 from ..core.softmax_and_masks import Mask
 from .example import Example, running_example
@@ -46,25 +46,46 @@ MAX_POINTS = 10_000  # values in one line_chart
 # colour-blind readers; 7 colours and 5 dash patterns give 35 different pairs.
 _COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 _DASHES = ["", "7 3", "2 2", "9 3 2 3", "4 4"]
-HEAD_STYLES = [(_COLOURS[h % len(_COLOURS)], _DASHES[h % len(_DASHES)]) for h in range(MAX_HEADS)]
+
+
+def _style(h: int) -> tuple[str, str]:
+    """Head h's (colour, dash pattern), for any h: the pipeline draws head num_heads - 1 of any number of heads."""
+    return _COLOURS[h % len(_COLOURS)], _DASHES[h % len(_DASHES)]
+
+
+HEAD_STYLES = [_style(h) for h in range(MAX_HEADS)]
 _FONT = 'font-family="sans-serif"'
 
 
 # === The picture ===
 
 
-@kind("picture path")
-def _check_path(func: str, name: str, path: object, expected: tuple = ()) -> None:
+def check_path(func: str, name: str, path: object) -> pathlib.Path:
+    """A file to write: a str or a Path, in a folder that exists, not a folder or a pipe (writing to a pipe
+    waits for a reader that may never come); return it as a Path."""
     if not isinstance(path, (str, pathlib.PurePath)):
         raise TypeError(f"{func}: {name} must be a str or a Path, got {type(path).__name__}")
+    if "\0" in str(path):
+        raise ValueError(f"{func}: {name} is {shorten(str(path))}; a file name cannot hold a NUL character")
+    target = pathlib.Path(path)
+    try:
+        exists, is_file, in_a_folder = target.exists(), target.is_file(), target.parent.is_dir()
+    except OSError as error:  # a name too long, a folder we may not read
+        raise ValueError(f"{func}: {name} {shorten(str(path))} cannot be written: {error.strerror}") from None
+    if exists and not is_file:
+        raise ValueError(f"{func}: {name} {shorten(str(path))} is not a regular file (a folder, a pipe or a "
+                         "device); give the name of a file to write")
+    if not in_a_folder:
+        raise ValueError(f"{func}: {name} {shorten(str(path))} is in a folder that does not exist")
+    return target
 
 
 class Picture:
     """An SVG string and a text description of it; Jupyter shows the SVG, print shows the text."""
 
     def __init__(self, svg: str, text: str) -> None:
-        self.svg = svg
-        self.text = text
+        self.svg = check_str("Picture", "svg", svg)
+        self.text = check_str("Picture", "text", text)
 
     def _repr_svg_(self) -> str:
         return self.svg
@@ -72,10 +93,13 @@ class Picture:
     def __repr__(self) -> str:
         return self.text
 
-    @checked(path="picture path")
     def save(self, path: Union[str, pathlib.Path]) -> None:
         """Write the SVG to ``path`` (UTF-8, one newline at the end)."""
-        pathlib.Path(path).write_text(self.svg + "\n", encoding="utf-8")
+        target = check_path("save", "path", path)
+        try:
+            target.write_text(self.svg + "\n", encoding="utf-8")
+        except OSError as error:  # no permission, a name too long, a full disk
+            raise ValueError(f"save: path {shorten(str(path))} cannot be written: {error.strerror}") from None
 
 
 def _n(x: float) -> str:
@@ -157,69 +181,57 @@ def _label_beyond(x0: float, y0: float, x: float, y: float, label: str, **style:
     return _text(x + ux * 16, y + uy * 16 + 4, label, anchor=anchor, **style)
 
 
-# === What the pictures take (kinds of argument for @checked) ===
+# === What the pictures take ===
 
 
-class _Tokens(NamedTuple):  # the size an example gives its pictures
-    T: int
-
-
-class _Heads(NamedTuple):  # the size attention weights give theirs
-    H: int
-
-
-@kind("picture labels", ("labels",))
-def _check_labels(func: str, name: str, labels: object, expected: tuple = ()) -> int:
-    """Tokens or names: a non-empty list of str; return how many."""
+def check_labels(func: str, name: str, labels: object, count: Optional[int] = None) -> int:
+    """Tokens or names: a non-empty list of str (``count`` of them, one per row, when given); return how many."""
     if not isinstance(labels, (list, tuple)) or not all(isinstance(s, str) for s in labels):
-        raise TypeError(f"{func}: {name} must be a list of str, got {labels!r}")
+        raise TypeError(f"{func}: {name} must be a list of str, got {shorten(labels)}")
     if not labels:
         raise ShapeError(f"{func}: {name} is empty; give at least one")
+    if count is not None and len(labels) != count:
+        raise ShapeError(f"{func}: {name} has {len(labels)} entries; it needs one per row ({count})")
     return len(labels)
 
 
-def _one_per_row(name: str) -> str:
-    """The message for labels that do not match the rows they label (a ``why`` of ``checked``)."""
-    return name + " has {value} entries; it needs one per row ({expected})"
-
-
-@kind("picture plane", ("rows",))
-def _check_plane(func: str, name: str, M: object, expected: tuple = ()) -> int:
+def check_plane(func: str, name: str, M: object) -> int:
     """Vectors to draw as arrows in the plane: a finite matrix with two columns (d_k = 2); return its rows."""
-    rows, d = check_matrix(func, name, M, finite=True)
+    rows, d = check_matrix(func, name, M)
     if d != 2:
         raise ShapeError(f"{func}: {name} is {describe((rows, d))}; the picture is a plane, so it needs d_k = 2 "
                          f"(two columns), got {d}")
+    if not all_finite(M):  # ints too large for a float that cancel in check_matrix's quick sum
+        for i, row in enumerate(M):
+            check_vector(func, f"{name}[{i}]", row)
     return rows
 
 
-@kind("picture example")
-def _check_example(func: str, name: str, ex: object, expected: tuple = ()) -> _Tokens:
-    """The running example, every part of it the picture uses (it may have been edited); its sizes."""
+def check_example(func: str, name: str, ex: object) -> tuple[int, Dims]:
+    """The running example, every part of it the picture uses (it may have been edited); its tokens and sizes."""
     if not isinstance(ex, Example):
         raise TypeError(f"{func}: {name} must be the running example (ex = running_example(...)), "
                         f"got {type(ex).__name__}")
     if not isinstance(ex.tokens, list) or not all(isinstance(t, str) for t in ex.tokens) or not ex.tokens:
-        raise TypeError(f"{func}: {name}.tokens must be a non-empty list of str, got {ex.tokens!r:.60}")
+        raise TypeError(f"{func}: {name}.tokens must be a non-empty list of str, got {shorten(ex.tokens)}")
     T = len(ex.tokens)
     if T > MAX_TOKENS:
         raise ShapeError(f"{func}: the sentence has {T} tokens; at most {MAX_TOKENS} fit in one picture "
                          "(MAX_TOKENS)")
-    rows, d_model = check_matrix(func, f"{name}.x", ex.x, finite=True)
+    rows, d_model = check_matrix(func, f"{name}.x", ex.x)
     if rows != T:
         raise ShapeError(f"{func}: {name}.x has {rows} rows but {name}.tokens has {T}; one row per token")
     dims = check_weights(func, f"{name}.weights", ex.weights)
     if dims.d_model != d_model:
         raise ShapeError(f"{func}: {name}.x has {d_model} columns but {name}.weights expect d_model = "
                          f"{dims.d_model}")
-    return _Tokens(T)
+    return T, dims
 
 
 # === The pipeline ===
 
 
-@checked(ex="picture example", mask="optional mask T T")
-def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:
+def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:  # mask (T, T)
     """The layer from X to the output, with ``ex``'s shapes and each head's attention weights drawn.
 
     ``mask`` (T, T), True where a query may attend to a key, is the one the weights are drawn with.
@@ -233,8 +245,13 @@ def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:
     >>> print(pipeline(running_example()))
     pipeline: X 5×16 -> 2 heads, each: Q, K, V 5×8 -> scores 5×5 -> weights 5×5 -> head output 5×8 -> concat 5×16 -> × W_O 16×16 -> output 5×16
     """
-    trace = attention_trace(ex.x, ex.weights, mask=mask)
-    T, d_model, H, d_k, d_v = ex.seq_len, ex.d_model, ex.num_heads, ex.d_k, ex.d_v
+    T, dims = check_example("pipeline", "ex", ex)
+    c = check_layer("pipeline", ex.x, ex.weights, None, mask, None)  # the mask, and the limit on the work
+    try:
+        trace = trace_layer(ex.x, ex.weights, None, mask, c)
+    except OverflowError as error:
+        raise too_large("pipeline", error) from None
+    d_model, H, d_k, d_v = dims.d_model, dims.num_heads, dims.d_k, dims.d_v
     T_k = len(trace.K[0])
     x_shape, qk_shape, v_shape = f"{T}×{d_model}", f"{T}×{d_k}", f"{T_k}×{d_v}"
     s_shape, h_shape, c_shape = f"{T}×{T_k}", f"{T}×{d_v}", f"{T}×{H * d_v}"
@@ -276,7 +293,7 @@ def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:
             body.append(_text((cols[1] + cols[4] + box_w) / 2, y0 + 40, f"⋮  {H - 3} more heads, each the same shapes",
                               anchor="middle", size=12))
             continue
-        colour, dash = HEAD_STYLES[h]
+        colour, dash = _style(h)
         q_y = [y0, y0 + 27, y0 + 54]
         for y, name, shape in zip(q_y, ("Q", "K", "V"), (qk_shape, f"{T_k}×{d_k}", v_shape)):
             body += _arrow(cols[0] + box_w, mid, cols[1] - 2, y + box_h / 2, colour="#888888", width=1)
@@ -336,9 +353,9 @@ def _heads(weights: Union[Matrix, Sequence[Matrix]]) -> list[Matrix]:
     return [weights] if one else list(weights)
 
 
-@kind("picture weights")
-def _check_weights(func: str, name: str, weights: object, expected: tuple) -> _Heads:
-    """One matrix or a list of matrices, each (T, T_k) of weights in [0, 1]; their number H."""
+def check_head_weights(func: str, name: str, weights: object, shape: tuple[int, int]) -> int:
+    """One matrix or a list of matrices (at most MAX_HEADS), each of ``shape`` (T, T_k), of weights
+    from 0 to 1; return how many heads."""
     if not isinstance(weights, (list, tuple)) or not weights:
         raise TypeError(f"{func}: {name} must be one (T, T_k) matrix or a list of them (one per head), "
                         f"got {type(weights).__name__}")
@@ -347,30 +364,21 @@ def _check_weights(func: str, name: str, weights: object, expected: tuple) -> _H
         raise ShapeError(f"{func}: {len(mats)} heads; at most {MAX_HEADS} fit in one picture (MAX_HEADS)")
     for h, M in enumerate(mats):
         label = name if mats[0] is weights else f"{name}[{h}]"  # one matrix, or head h of a list
-        shape = check_matrix(func, label, M, finite=True)
-        if shape != expected:
-            raise ShapeError(f"{func}: {label} is {describe(shape)}; every head must be {describe(expected)} "
+        found = check_matrix(func, label, M)
+        if found != shape:
+            raise ShapeError(f"{func}: {label} is {describe(found)}; every head must be {describe(shape)} "
                              f"(one row per query token, one column per key token)")
         for i, row in enumerate(M):
             for j, w in enumerate(row):
                 if not 0 <= w <= 1:
-                    raise ValueError(f"{func}: {label}[{i}][{j}] is {w!r}; attention weights must be from 0 to 1")
-    return _Heads(len(mats))
+                    raise ValueError(f"{func}: {label}[{i}][{j}] is {shorten(w)}; attention weights must be "
+                                     "from 0 to 1")
+    return len(mats)
 
 
-def _fit_one_picture(func: str, arguments: dict, sizes: dict) -> None:
-    for name, n in (("tokens", sizes["T"]), ("key_tokens", sizes.get("T_k", sizes["T"]))):
-        if n > MAX_TOKENS:
-            raise ShapeError(f"{func}: {name} has {n} tokens; at most {MAX_TOKENS} fit in one picture "
-                             "(MAX_TOKENS)")
-
-
-@checked(tokens="picture labels T", key_tokens="optional picture labels T_k", weights="picture weights T T_k",
-         heads="optional picture labels H", title="optional str", same={"T_k": "T"}, also=_fit_one_picture,
-         why={"heads": "heads has {value} names for {expected} heads; give one name per head"})
 def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matrix]], *,
                     heads: Optional[Sequence[str]] = None, title: Optional[str] = None,
-                    key_tokens: Optional[Sequence[str]] = None) -> Picture:
+                    key_tokens: Optional[Sequence[str]] = None) -> Picture:  # weights (T, T_k) or H x (T, T_k)
     """Queries on the left, keys on the right, a line from query i to key j for each head's weight.
 
     ``weights`` is one (T, T_k) matrix or a list of them, one per head (the
@@ -387,12 +395,20 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
       head 0: a -> a 1.00, b -> b 0.75
     """
     func = "attention_lines"
+    T = check_labels(func, "tokens", tokens)
+    T_k = T if key_tokens is None else check_labels(func, "key_tokens", key_tokens)
+    for name, n in (("tokens", T), ("key_tokens", T_k)):
+        if n > MAX_TOKENS:
+            raise ShapeError(f"{func}: {name} has {n} tokens; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
+    H = check_head_weights(func, "weights", weights, (T, T_k))
+    if heads is not None and check_labels(func, "heads", heads) != H:
+        raise ShapeError(f"{func}: heads has {len(heads)} names for {H} heads; give one name per head")
+    if title is not None:
+        check_str(func, "title", title)
     tokens = list(tokens)
     keys = tokens if key_tokens is None else list(key_tokens)
     mats = _heads(weights)
-    names = [f"head {h}" for h in range(len(mats))] if heads is None else list(heads)
-
-    T, T_k, H = len(tokens), len(keys), len(mats)
+    names = [f"head {h}" for h in range(H)] if heads is None else list(heads)
     heading = title if title is not None else "Who reads whom: attention weights as lines"
     if H <= OVERLAY_HEADS:
         width, height, body = _lines_overlaid(mats, tokens, keys, names)
@@ -491,22 +507,9 @@ def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names:
 # === Queries and keys as arrows (d_k = 2) ===
 
 
-def _keys_named(func: str, arguments: dict, sizes: dict) -> None:
-    """Each key has a label; a query row to draw; not more keys than fit."""
-    T, T_k, query = sizes["T"], sizes["T_k"], arguments["query"]
-    if arguments["key_tokens"] is None and T_k != T:
-        raise ShapeError(f"{func}: K has {T_k} rows but there are {T} tokens; give key_tokens, one per row of K")
-    if T_k > MAX_TOKENS:
-        raise ShapeError(f"{func}: K has {T_k} keys; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
-    if not 0 <= query < T:
-        raise IndexError(f"{func}: query is {query}; it must be a query row from 0 to {T - 1}")
-
-
-@checked(Q="picture plane T", K="picture plane T_k", tokens="picture labels T", key_tokens="optional picture labels T_k",
-         query="int", title="optional str", also=_keys_named,
-         why={"tokens": _one_per_row("tokens"), "key_tokens": _one_per_row("key_tokens")})
 def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
-                     key_tokens: Optional[Sequence[str]] = None, title: Optional[str] = None) -> Picture:
+                     key_tokens: Optional[Sequence[str]] = None,
+                     title: Optional[str] = None) -> Picture:  # Q (T, 2), K (T_k, 2)
     """For d_k = 2: query ``query`` and every key as arrows from the origin, each key labelled with q·k.
 
     The score of a key is the dot product q·k: large when the arrows point the
@@ -517,12 +520,28 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
     query_key_arrows: query a = (2, 0); q·k: a 4, b 0; wins: a
     """
     func = "query_key_arrows"
+    T = check_plane(func, "Q", Q)
+    T_k = check_plane(func, "K", K)
+    check_labels(func, "tokens", tokens, T)
+    if key_tokens is None and T_k != T:
+        raise ShapeError(f"{func}: K has {T_k} rows but there are {T} tokens; give key_tokens, one per row of K")
+    if key_tokens is not None:
+        check_labels(func, "key_tokens", key_tokens, T_k)
+    if T_k > MAX_TOKENS:
+        raise ShapeError(f"{func}: K has {T_k} keys; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
+    if not 0 <= check_int(func, "query", query) < T:
+        raise ValueError(f"{func}: query is {shorten(query)}; it must be a query row from 0 to {T - 1}")
+    if title is not None:
+        check_str(func, "title", title)
     tokens = list(tokens)
     keys = tokens if key_tokens is None else list(key_tokens)
     q = Q[query]
-    scores = [math.fsum(a * b for a, b in zip(q, k)) for k in K]
-    if not all(map(math.isfinite, scores)):  # a product past float64's range: no score to write
-        raise too_large(func)
+    try:
+        scores = [math.fsum(a * b for a, b in zip(q, k)) for k in K]
+    except (OverflowError, ValueError):  # fsum's inf - inf, or an int product too large for a float
+        scores = [math.inf]
+    if not all_finite([scores]):  # a product past float64's range: no score to write
+        raise too_large(func, "the scores q·k")
     best = max(scores)
     winners = [j for j, s in enumerate(scores) if s == best]
 
@@ -575,39 +594,44 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
 # === A line chart ===
 
 
-def _chart_fits(func: str, arguments: dict, sizes: dict) -> None:
-    """Not too many points; x_values from left to right; each mark a label at an x on the chart."""
-    values, x_values, marks = arguments["values"], arguments["x_values"], arguments["marks"]
-    n = len(values)
-    if n > MAX_POINTS:
-        raise ShapeError(f"{func}: values has {n} entries; at most {MAX_POINTS} (MAX_POINTS)")
-    if x_values is not None and any(b <= a for a, b in zip(x_values, x_values[1:])):
-        raise ValueError(f"{func}: x_values must increase from left to right")
-    for v in (values, x_values or [0]):  # the chart scales by the span, largest minus smallest
-        if not math.isfinite(max(v) - min(v)):
-            raise too_large(func)
-    if marks is not None:
-        first, last = (0, n - 1) if x_values is None else (x_values[0], x_values[-1])
-        if not isinstance(marks, Mapping):
-            raise TypeError(f"{func}: marks must be a dict {{x: label}}, got {type(marks).__name__}")
-        for x, label in marks.items():
-            if not is_number(x) or not first <= x <= last:
-                raise ValueError(f"{func}: marks has x = {x!r}; marks must be numbers from {first} to {last}")
-            if not isinstance(label, str):
-                raise TypeError(f"{func}: marks[{x!r}] must be a str label, got {label!r}")
+def check_marks(func: str, name: str, marks: object, first: float, last: float) -> None:
+    """A dict {x: label}: each x a number on the chart, from ``first`` to ``last``, each label a str."""
+    if not isinstance(marks, Mapping):
+        raise TypeError(f"{func}: {name} must be a dict {{x: label}}, got {type(marks).__name__}")
+    if len(marks) > MAX_POINTS:
+        raise ShapeError(f"{func}: {name} has {len(marks)} entries; at most {MAX_POINTS} (MAX_POINTS)")
+    for x, label in marks.items():
+        if not is_number(x) or not first <= x <= last:
+            raise ValueError(f"{func}: {name} has x = {shorten(x)}; marks must be numbers from {shorten(first)} to "
+                             f"{shorten(last)}")
+        if not isinstance(label, str):
+            raise TypeError(f"{func}: {name}[{shorten(x)}] must be a str label, got {shorten(label)}")
 
 
-@checked(values="finite vector n", title="str", x_label="str", y_label="str", x_values="optional finite vector n",
-         also=_chart_fits, why={"x_values": "x_values has {value} entries for {expected} values; give one x per value"})
 def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: str,
-               marks: Optional[Mapping[float, str]] = None, x_values: Optional[Sequence[float]] = None) -> Picture:
+               marks: Optional[Mapping[float, str]] = None,
+               x_values: Optional[Sequence[float]] = None) -> Picture:  # values (n,), x_values (n,)
     """``values`` as a line over x = 0, 1, 2, ... (or over ``x_values``); ``marks`` = {x: label} draws a dashed line.
 
     >>> print(line_chart([2.0, 1.0, 0.5], title="loss", x_label="step", y_label="loss"))
     line_chart loss: 3 values from 2.0000 (step 0) to 0.5000 (step 2); lowest 0.5000 at step 2
     """
     func = "line_chart"
-    n = len(values)
+    if isinstance(values, (list, tuple)) and len(values) > MAX_POINTS:
+        raise ShapeError(f"{func}: values has {len(values)} entries; at most {MAX_POINTS} (MAX_POINTS)")
+    n = check_vector(func, "values", values)
+    for name, label in (("title", title), ("x_label", x_label), ("y_label", y_label)):
+        check_str(func, name, label)
+    if x_values is not None:
+        if check_vector(func, "x_values", x_values) != n:
+            raise ShapeError(f"{func}: x_values has {len(x_values)} entries for {n} values; give one x per value")
+        if any(b <= a for a, b in zip(x_values, x_values[1:])):
+            raise ValueError(f"{func}: x_values must increase from left to right")
+    for name, v in (("values", values), ("x_values", x_values or [0])):  # the chart scales by the span
+        if not all_finite([[max(v) - min(v)]]):
+            raise too_large(func, f"the {name}")  # largest minus smallest overflows
+    if marks is not None:
+        check_marks(func, "marks", marks, *((0, n - 1) if x_values is None else (x_values[0], x_values[-1])))
     xs = list(range(n)) if x_values is None else list(x_values)
     mark_items = sorted((marks or {}).items())
 
@@ -615,15 +639,15 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
     left, right, top, bottom = 70.0, 20.0, 40.0, 50.0
     lo, hi = min(values), max(values)
     if hi == lo:
-        lo, hi = lo - 1, hi + 1
+        lo, hi = lo - 1, hi + 1  # past 2**53, a float plus 1 is itself: the spans below can still be 0
     x_lo, x_hi = xs[0], xs[-1] if xs[-1] > xs[0] else xs[0] + 1
     plot_w, plot_h = width - left - right, height - top - bottom
 
-    def px(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
+    def px(x: float) -> float:  # one x, or one past 2**53: at the left edge
+        return left + ((x - x_lo) / (x_hi - x_lo) if x_hi > x_lo else 0.0) * plot_w
 
-    def py(v: float) -> float:
-        return top + (hi - v) / (hi - lo) * plot_h
+    def py(v: float) -> float:  # a flat line past 2**53: in the middle
+        return top + ((hi - v) / (hi - lo) if hi > lo else 0.5) * plot_h
 
     body = [_text(width / 2, 22, title, anchor="middle", size=14, weight="bold"),
             f'<line x1="{_n(left)}" y1="{_n(top)}" x2="{_n(left)}" y2="{_n(top + plot_h)}" stroke="#333333"/>',
@@ -632,8 +656,8 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
             _text(left + plot_w / 2, height - 10, x_label, anchor="middle"),
             f'<text x="16" y="{_n(top + plot_h / 2)}" text-anchor="middle" font-size="12" '
             f'transform="rotate(-90 16 {_n(top + plot_h / 2)})">{_esc(y_label)}</text>']
-    for t in range(5):  # five y ticks, evenly spaced
-        v = lo + (hi - lo) * t / 4
+    # Five y ticks, evenly spaced: t / 4 first, so a span near float64's largest is not multiplied past it.
+    for v in [lo + (hi - lo) * (t / 4) for t in range(5)] if hi > lo else [lo]:
         y = py(v)
         body.append(f'<line x1="{_n(left - 4)}" y1="{_n(y)}" x2="{_n(left + plot_w)}" y2="{_n(y)}" stroke="#e0e0e0"/>')
         body.append(_text(left - 6, y + 4, f"{v:.3g}", anchor="end", size=10))
@@ -665,8 +689,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     try:
         pipeline(running_example()).save(args[0])
-    except OSError as error:
-        print(f"pictures: cannot write {args[0]}: {error.strerror}", file=sys.stderr)
+    except ValueError as error:  # save says what is wrong with the path
+        print(f"pictures: {error}", file=sys.stderr)
         return 2
     return 0
 

@@ -26,7 +26,7 @@ import math
 from itertools import product
 from typing import NamedTuple
 
-from ..core.checks import ShapeError, check_int, check_positive_int, checked, is_number, kind
+from ..core.checks import ShapeError, all_finite, check_int, check_positive_int, is_number, quote_int, shorten
 
 __all__ = ["Strided", "tensor", "strided_split_heads", "strided_merge_heads"]
 
@@ -35,48 +35,83 @@ MAX_DIMS = 64  # dimensions of a tensor here
 MAX_ELEMENTS = 10_000_000  # elements of a tensor here (a stride of 0 can read many from one number)
 
 
-# === Two kinds of argument for the door (``checked``): a tensor and a shape ===
+# === The checks: a tensor, a shape, an index, a dimension ===
 
 
-@kind("strided tensor")
-def _check_tensor(func: str, name: str, t: object, expected: tuple = ()) -> None:
-    """A Strided whose shape, strides and offset only ever read inside its storage."""
-    name = "t" if name == "self" else name  # a method's tensor: the messages call it t, as the docs do
-    if not isinstance(t, Strided):
-        raise TypeError(f"{func}: {name} must be a Strided tensor (see tensor()), got {type(t).__name__}")
-    if not isinstance(t.data, list):
-        raise TypeError(f"{func}: {name}.data must be a list (the storage), got {type(t.data).__name__}")
-    shape = _check_shape(func, f"{name}.shape", t.shape)
-    if not isinstance(t.strides, (list, tuple)) or len(t.strides) != len(shape):
-        raise ShapeError(f"{func}: {name}.strides is {t.strides!r:.60}; it needs one int per dimension ({len(shape)})")
-    for d, stride in enumerate(t.strides):
-        if check_int(func, f"{name}.strides[{d}]", stride) < 0:
-            raise ValueError(f"{func}: {name}.strides[{d}] is {stride}; strides here are 0 or more")
-    if check_int(func, f"{name}.offset", t.offset) < 0:
-        raise ValueError(f"{func}: {name}.offset is {t.offset}; an offset is 0 or more")
-    last = t.offset + sum((n - 1) * stride for n, stride in zip(shape, t.strides))
-    if last >= len(t.data):
-        raise ShapeError(
-            f"{func}: {name}'s storage has {len(t.data)} entries but its shape {shape}, strides {tuple(t.strides)} "
-            f"and offset {t.offset} reach index {last}; the storage must hold every element"
-        )
+def _how_many(n: int) -> str:
+    """A count of elements for a message: 10,000,001, or 'over 10^18' (64 sizes multiply to thousands of digits)."""
+    return f"{n:,}" if n < 10**18 else "over 10^18"
 
 
-@kind("strided shape")
-def _check_shape(func: str, name: str, shape: object, expected: tuple = ()) -> tuple[int, ...]:
-    """A non-empty tuple of positive ints, of at most MAX_DIMS dimensions and MAX_ELEMENTS elements."""
+def check_shape(func: str, name: str, shape: object) -> tuple[int, ...]:
+    """A non-empty tuple of positive ints, of at most MAX_DIMS dimensions and MAX_ELEMENTS elements; return it."""
     if not isinstance(shape, (list, tuple)) or not shape:
-        raise TypeError(f"{func}: {name} must be a non-empty tuple of positive ints, got {shape!r:.60}")
+        raise TypeError(f"{func}: {name} must be a non-empty tuple of positive ints, got {shorten(shape)}")
     if len(shape) > MAX_DIMS:
         raise ValueError(f"{func}: {name} has {len(shape)} dimensions; at most {MAX_DIMS}")
     for d, n in enumerate(shape):
         check_positive_int(func, f"{name}[{d}]", n)
     if math.prod(shape) > MAX_ELEMENTS:
-        raise ValueError(f"{func}: {name} {tuple(shape)} has {math.prod(shape):,} elements; at most {MAX_ELEMENTS:,}")
+        raise ValueError(f"{func}: {name} {shorten(tuple(shape))} has {_how_many(math.prod(shape))} elements; "
+                         f"at most {MAX_ELEMENTS:,}")
     return tuple(shape)
 
 
-# === What the methods trust, and the rules their doors check beyond the kinds ===
+def check_tensor(func: str, name: str, t: object) -> None:
+    """A Strided whose shape, strides and offset only ever read inside its storage."""
+    if not isinstance(t, Strided):
+        raise TypeError(f"{func}: {name} must be a Strided tensor (see tensor()), got {type(t).__name__}")
+    if not isinstance(t.data, list):
+        raise TypeError(f"{func}: {name}.data must be a list (the storage), got {type(t.data).__name__}")
+    shape = check_shape(func, f"{name}.shape", t.shape)
+    if not isinstance(t.strides, (list, tuple)) or len(t.strides) != len(shape):
+        raise ShapeError(f"{func}: {name}.strides is {shorten(t.strides)}; it needs one int per dimension "
+                         f"({len(shape)})")
+    for d, stride in enumerate(t.strides):
+        if check_int(func, f"{name}.strides[{d}]", stride) < 0:
+            raise ValueError(f"{func}: {name}.strides[{d}] is {quote_int(stride)}; strides here are 0 or more")
+    if check_int(func, f"{name}.offset", t.offset) < 0:
+        raise ValueError(f"{func}: {name}.offset is {quote_int(t.offset)}; an offset is 0 or more")
+    last = t.offset + sum((n - 1) * stride for n, stride in zip(shape, t.strides))
+    if last >= len(t.data):
+        raise ShapeError(
+            f"{func}: {name}'s storage has {len(t.data)} entries but its shape {shorten(shape)}, strides "
+            f"{shorten(tuple(t.strides))} and offset {quote_int(t.offset)} reach index {quote_int(last)}; "
+            "the storage must hold every element"
+        )
+
+
+def check_index(func: str, t: Strided, index: object) -> tuple[int, ...]:
+    """One int per dimension of t, each from 0 to that dimension's size - 1; return it."""
+    if not isinstance(index, (list, tuple)):
+        raise TypeError(f"{func}: index must be a tuple of ints, got {shorten(index)}")
+    if len(index) != len(t.shape):
+        raise ShapeError(f"{func}: index {shorten(tuple(index))} has {len(index)} numbers; the tensor has "
+                         f"{len(t.shape)} dimensions")
+    for d, (i, n) in enumerate(zip(index, t.shape)):
+        if not 0 <= check_int(func, f"index[{d}]", i) < n:
+            raise ValueError(f"{func}: index[{d}] is {quote_int(i)}; dimension {d} has size {n}, so it must be "
+                             f"from 0 to {n - 1}")
+    return tuple(index)
+
+
+def check_dim(func: str, name: str, d: object, dims: int) -> int:
+    """A dimension of a ``dims``-dimensional tensor: an int from 0 to dims - 1; return it."""
+    if not 0 <= check_int(func, name, d) < dims:
+        raise ValueError(f"{func}: {name} is {quote_int(d)}; a {dims}-dimensional tensor has dimensions "
+                         f"0 to {dims - 1}")
+    return d
+
+
+def check_row_major(func: str, t: Strided) -> None:
+    if not _is_contiguous(t):
+        raise ValueError(
+            f"{func}: the tensor of shape {shorten(t.shape)} with strides {shorten(t.strides)} is not contiguous; "
+            "its elements are not in row-major order, so call contiguous() first (a copy)"
+        )
+
+
+# === What the methods compute, on a tensor already checked ===
 
 
 def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -96,42 +131,6 @@ def _is_contiguous(t: Strided) -> bool:
     return all(s == r for n, s, r in zip(t.shape, t.strides, _row_major_strides(t.shape)) if n != 1)
 
 
-def _check_row_major(func: str, t: Strided) -> None:
-    if not _is_contiguous(t):
-        raise ValueError(
-            f"{func}: the tensor of shape {t.shape} with strides {t.strides} is not contiguous; "
-            "its elements are not in row-major order, so call contiguous() first (a copy)"
-        )
-
-
-def _index_in_range(func: str, arguments: dict, sizes: dict) -> None:
-    t, index = arguments["self"], arguments["index"]
-    if not isinstance(index, (list, tuple)):
-        raise TypeError(f"{func}: index must be a tuple of ints, got {index!r}")
-    if len(index) != len(t.shape):
-        raise ShapeError(f"{func}: index {index} has {len(index)} numbers; the tensor has {len(t.shape)} dimensions")
-    for d, (i, n) in enumerate(zip(index, t.shape)):
-        if not 0 <= check_int(func, f"index[{d}]", i) < n:
-            raise ValueError(f"{func}: index {i} is out of range for dimension {d} of size {n}")
-
-
-def _view_keeps_elements(func: str, arguments: dict, sizes: dict) -> None:
-    t, shape = arguments["self"], tuple(arguments["shape"])
-    if math.prod(shape) != math.prod(t.shape):
-        raise ShapeError(
-            f"{func}: shape {t.shape} has {math.prod(t.shape)} elements but {shape} has {math.prod(shape)}; "
-            "a view must keep the number of elements"
-        )
-    _check_row_major(func, t)
-
-
-def _dims_exist(func: str, arguments: dict, sizes: dict) -> None:
-    dims = len(arguments["self"].shape)
-    for d in (arguments["dim0"], arguments["dim1"]):
-        if not 0 <= d < dims:
-            raise ValueError(f"{func}: dimension {d} does not exist in a {dims}-dimensional tensor")
-
-
 # === The tensor and its methods ===
 
 
@@ -139,7 +138,8 @@ class Strided(NamedTuple):
     """A view of a flat list of numbers as an n-dimensional tensor.
 
     Its operations are its methods, as a PyTorch tensor's are: ``t.view((2, 3))``,
-    ``t.transpose(0, 1)``, ``t.contiguous()``. Each checks its arguments at the door.
+    ``t.transpose(0, 1)``, ``t.contiguous()``. Each checks its arguments first;
+    its messages call the tensor ``t``, as the docs do.
     """
 
     data: list  # the storage, shared between views
@@ -148,43 +148,41 @@ class Strided(NamedTuple):
     offset: int = 0
 
     @staticmethod
-    @checked(shape="strided shape")
     def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         """Strides of a contiguous tensor: the last dimension moves by 1.
 
         >>> Strided.row_major_strides((2, 5, 16))
         (80, 16, 1)
         """
-        return _row_major_strides(shape)
+        return _row_major_strides(check_shape("row_major_strides", "shape", shape))
 
-    @checked(self="strided tensor", also=_index_in_range)
     def storage_index(self, index: tuple[int, ...]) -> int:
         """Where element ``index`` lives in ``self.data``: offset + sum of index * stride.
 
         >>> tensor([[1, 2, 3], [4, 5, 6]]).storage_index((1, 2))
         5
         """
-        return _position(self, index)
+        check_tensor("storage_index", "t", self)
+        return _position(self, check_index("storage_index", self, index))
 
-    @checked(self="strided tensor", also=_index_in_range)
     def element(self, index: tuple[int, ...]):
         """The element at ``index``.
 
         >>> tensor([[1, 2, 3], [4, 5, 6]]).element((1, 0))
         4
         """
-        return self.data[_position(self, index)]
+        check_tensor("element", "t", self)
+        return self.data[_position(self, check_index("element", self, index))]
 
-    @checked(self="strided tensor")
     def is_contiguous(self) -> bool:
         """True when the strides are the row-major ones: reading data in order walks the tensor in order.
 
         >>> tensor([[1, 2], [3, 4]]).transpose(0, 1).is_contiguous()
         False
         """
+        check_tensor("is_contiguous", "t", self)
         return _is_contiguous(self)
 
-    @checked(self="strided tensor", shape="strided shape", also=_view_keeps_elements)
     def view(self, shape: tuple[int, ...]) -> Strided:
         """The same data read with another shape (same number of elements); nothing is copied.
 
@@ -197,39 +195,48 @@ class Strided(NamedTuple):
         >>> tensor([1, 2, 3, 4, 5, 6]).view((2, 3)).strides
         (3, 1)
         """
-        return Strided(self.data, tuple(shape), _row_major_strides(shape), self.offset)
+        check_tensor("view", "t", self)
+        shape = check_shape("view", "shape", shape)
+        if math.prod(shape) != math.prod(self.shape):
+            raise ShapeError(f"view: shape {shorten(tuple(self.shape))} has {math.prod(self.shape)} elements but "
+                             f"{shorten(shape)} has {math.prod(shape)}; a view must keep the number of elements")
+        check_row_major("view", self)
+        return Strided(self.data, shape, _row_major_strides(shape), self.offset)
 
-    @checked(self="strided tensor", dim0="int", dim1="int", also=_dims_exist)
     def transpose(self, dim0: int, dim1: int) -> Strided:
         """Swap two dimensions by swapping their sizes and strides; the data list is shared, not moved.
 
         >>> tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1)
         Strided(data=[1, 2, 3, 4, 5, 6], shape=(3, 2), strides=(1, 3), offset=0)
         """
+        check_tensor("transpose", "t", self)
+        check_dim("transpose", "dim0", dim0, len(self.shape))
+        check_dim("transpose", "dim1", dim1, len(self.shape))
         shape, strides = list(self.shape), list(self.strides)
         shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
         strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
         return Strided(self.data, tuple(shape), tuple(strides), self.offset)
 
-    @checked(self="strided tensor")
     def contiguous(self) -> Strided:
         """The same elements in row-major order: ``self`` if they are already, else a copy.
 
         >>> tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1).contiguous().data
         [1, 4, 2, 5, 3, 6]
         """
+        check_tensor("contiguous", "t", self)
         if _is_contiguous(self):
             return self
         data = [self.data[_position(self, index)] for index in product(*(range(n) for n in self.shape))]
         return Strided(data, self.shape, _row_major_strides(self.shape))
 
-    @checked(self="strided tensor")
     def tolist(self):
         """The tensor as nested lists, in the order its shape and strides say.
 
         >>> tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1).tolist()
         [[1, 4], [2, 5], [3, 6]]
         """
+        check_tensor("tolist", "t", self)
+
         def build(prefix):
             if len(prefix) == len(self.shape):
                 return self.data[_position(self, prefix)]
@@ -241,11 +248,11 @@ class Strided(NamedTuple):
 # === Making one, and the two PyTorch lines of multi-head attention ===
 
 
-def _check_nested(func: str, arguments: dict, sizes: dict) -> None:
-    """Nested lists of numbers, all lists at one depth the same length, at most MAX_DIMS deep."""
-    nested = arguments["nested"]
+def check_nested(func: str, name: str, nested: object) -> tuple[int, ...]:
+    """Nested lists of numbers, all lists at one depth the same length, at most MAX_DIMS deep and
+    MAX_ELEMENTS elements; return the shape."""
     if not isinstance(nested, (list, tuple)):
-        raise TypeError(f"{func}: nested must be a list (of lists) of numbers, got {type(nested).__name__}")
+        raise TypeError(f"{func}: {name} must be a list (of lists) of numbers, got {type(nested).__name__}")
     shape, node = [], nested
     while isinstance(node, (list, tuple)):  # down the first branch: the shape every branch must have
         if not node:
@@ -254,13 +261,19 @@ def _check_nested(func: str, arguments: dict, sizes: dict) -> None:
             raise ValueError(f"{func}: the lists are nested more than {MAX_DIMS} deep; at most {MAX_DIMS} dimensions")
         shape.append(len(node))
         node = node[0]
+    if math.prod(shape) > MAX_ELEMENTS:  # before the walk: one list repeated can stand for many elements
+        raise ValueError(f"{func}: {name} has shape {shorten(tuple(shape))}, {_how_many(math.prod(shape))} elements; "
+                         f"at most {MAX_ELEMENTS:,}")
 
     def walk(node: object, depth: int) -> None:
         if depth == len(shape):
             if isinstance(node, (list, tuple)):
                 raise ShapeError(f"{func}: the nesting is deeper in some places than others")
             if not is_number(node):
-                raise TypeError(f"{func}: an entry is {node!r:.40} ({type(node).__name__}); entries must be numbers")
+                raise TypeError(f"{func}: an entry is {shorten(node, 40)} ({type(node).__name__}); "
+                                "entries must be numbers")
+            if not all_finite([[node]]):
+                raise ValueError(f"{func}: an entry is {shorten(node)}; entries must be finite numbers")
             return
         if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
             raise ShapeError(f"{func}: ragged at depth {depth}; every list there must have {shape[depth]} items")
@@ -268,52 +281,45 @@ def _check_nested(func: str, arguments: dict, sizes: dict) -> None:
             walk(child, depth + 1)
 
     walk(nested, 0)
+    return tuple(shape)
 
 
-@checked(also=_check_nested)
-def tensor(nested) -> Strided:
+def tensor(nested) -> Strided:  # nested lists (n0, n1, ...) -> Strided of that shape
     """Copy nested lists (all rows the same length) into a contiguous Strided tensor.
 
     >>> tensor([[1, 2, 3], [4, 5, 6]])
     Strided(data=[1, 2, 3, 4, 5, 6], shape=(2, 3), strides=(3, 1), offset=0)
     """
-    shape, node = [], nested
-    while isinstance(node, (list, tuple)):
-        shape.append(len(node))
-        node = node[0]
+    shape = check_nested("tensor", "nested", nested)
     data = nested
     for _ in shape[1:]:  # one level of nesting less each time
         data = [entry for part in data for entry in part]
-    return Strided(list(data), tuple(shape), _row_major_strides(shape))
+    return Strided(list(data), shape, _row_major_strides(shape))
 
 
-def _splits_into_heads(func: str, arguments: dict, sizes: dict) -> None:
-    t, num_heads = arguments["t"], arguments["num_heads"]
-    if len(t.shape) != 3:
-        raise ShapeError(f"{func}: expected a [batch, seq_len, d_model] tensor, got shape {t.shape}")
-    if t.shape[2] % num_heads:
-        raise ShapeError(f"{func}: d_model {t.shape[2]} is not divisible by num_heads {num_heads}")
-    _check_row_major(func, t)
-
-
-@checked(t="strided tensor", num_heads="positive int", also=_splits_into_heads)
-def strided_split_heads(t: Strided, num_heads: int) -> Strided:
+def strided_split_heads(t: Strided, num_heads: int) -> Strided:  # [B, T, d_model] -> [B, num_heads, T, d_k]
     """[B, T, d_model] -view-> [B, T, num_heads, d_k] -transpose(1, 2)-> [B, num_heads, T, d_k].
 
     No element moves: the result shares ``t.data`` and is not contiguous.
     """
+    check_tensor("strided_split_heads", "t", t)
+    check_positive_int("strided_split_heads", "num_heads", num_heads)
+    if len(t.shape) != 3:
+        raise ShapeError(f"strided_split_heads: expected a [batch, seq_len, d_model] tensor, got shape "
+                         f"{shorten(tuple(t.shape))}")
+    if t.shape[2] % num_heads:
+        raise ShapeError(f"strided_split_heads: d_model {t.shape[2]} is not divisible by num_heads "
+                         f"{quote_int(num_heads)}")
+    check_row_major("strided_split_heads", t)
     B, T, d_model = t.shape
     return t.view((B, T, num_heads, d_model // num_heads)).transpose(1, 2)
 
 
-def _four_dims(func: str, arguments: dict, sizes: dict) -> None:
-    shape = arguments["t"].shape
-    if len(shape) != 4:
-        raise ShapeError(f"{func}: expected a [batch, num_heads, seq_len, d_k] tensor, got shape {shape}")
-
-
-@checked(t="strided tensor", also=_four_dims)
-def strided_merge_heads(t: Strided) -> Strided:
+def strided_merge_heads(t: Strided) -> Strided:  # [B, num_heads, T, d_k] -> [B, T, num_heads * d_k]
     """[B, num_heads, T, d_k] -transpose(1, 2)-> [B, T, num_heads, d_k] -contiguous-> -view-> [B, T, d_model]."""
+    check_tensor("strided_merge_heads", "t", t)
+    if len(t.shape) != 4:
+        raise ShapeError(f"strided_merge_heads: expected a [batch, num_heads, seq_len, d_k] tensor, got shape "
+                         f"{shorten(tuple(t.shape))}")
     B, h, T, d_k = t.shape
     return t.transpose(1, 2).contiguous().view((B, T, h * d_k))

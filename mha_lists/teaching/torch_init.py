@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import random
 
-from ..core.checks import ShapeError, checked
+from ..core.checks import ShapeError, check_bool, check_int, check_number, check_positive_int, check_rng, quote_int
 from ..core.matrix import Matrix, Vector, split_heads
 from ..core.attention import MHAWeights
 from .weights import MAX_FAN, check_size, check_weight_count, derive_rng
@@ -39,14 +39,6 @@ __all__ = ["kaiming_uniform_bound", "linear_bound", "xavier_uniform_bound", "mha
 # === Bounds ===
 
 
-def _fans_at_most_max(func: str, arguments: dict, sizes: dict) -> None:
-    """Every fan (fan_in, fan_out, d_model) is at most MAX_FAN."""
-    for name in ("fan_in", "fan_out", "d_model"):
-        if name in arguments:
-            check_size(func, name, arguments[name], MAX_FAN)
-
-
-@checked(fan_in="positive int", a="number", also=_fans_at_most_max)
 def kaiming_uniform_bound(fan_in: int, a: float = 0.0) -> float:
     """The bound b of ``kaiming_uniform_(W, a)`` (leaky_relu gain, fan-in mode): U(-b, b).
 
@@ -58,31 +50,33 @@ def kaiming_uniform_bound(fan_in: int, a: float = 0.0) -> float:
     >>> round(kaiming_uniform_bound(16, a=math.sqrt(5)), 12)   # 1 / sqrt(16)
     0.25
     """
+    check_size("kaiming_uniform_bound", "fan_in", fan_in, MAX_FAN)
+    check_number("kaiming_uniform_bound", "a", a)
     gain = math.sqrt(2 / (1 + a * a))
     return gain * math.sqrt(3 / fan_in)
 
 
-@checked(fan_in="positive int", also=_fans_at_most_max)
 def linear_bound(fan_in: int) -> float:
     """``nn.Linear(fan_in, fan_out)`` draws its weight and its bias from U(-b, b), b = 1 / sqrt(fan_in).
 
     >>> linear_bound(16)
     0.25
     """
+    check_size("linear_bound", "fan_in", fan_in, MAX_FAN)
     return 1 / math.sqrt(fan_in)
 
 
-@checked(fan_in="positive int", fan_out="positive int", also=_fans_at_most_max)
 def xavier_uniform_bound(fan_in: int, fan_out: int) -> float:
     """``xavier_uniform_`` (Glorot) on a (fan_out, fan_in) PyTorch weight: U(-a, a), a = sqrt(6 / (fan_in + fan_out)).
 
     >>> xavier_uniform_bound(16, 16)   # sqrt(6 / 32)
     0.4330127018922193
     """
+    check_size("xavier_uniform_bound", "fan_in", fan_in, MAX_FAN)
+    check_size("xavier_uniform_bound", "fan_out", fan_out, MAX_FAN)
     return math.sqrt(6 / (fan_in + fan_out))
 
 
-@checked(d_model="positive int", also=_fans_at_most_max)
 def mha_in_proj_bound(d_model: int) -> float:
     """Bound of ``nn.MultiheadAttention``'s in_proj_weight: Xavier over the fused (3E, E) matrix, sqrt(6 / 4E).
 
@@ -91,7 +85,9 @@ def mha_in_proj_bound(d_model: int) -> float:
     >>> mha_in_proj_bound(16)          # sqrt(6 / 64)
     0.30618621784789724
     """
-    return xavier_uniform_bound(d_model, 3 * d_model)
+    check_size("mha_in_proj_bound", "d_model", d_model, MAX_FAN)
+    # xavier_uniform_bound(d_model, 3 * d_model) written out: its own check would speak of a fan_out
+    return math.sqrt(6 / (d_model + 3 * d_model))
 
 
 # === Drawing weights the PyTorch way ===
@@ -101,13 +97,8 @@ def _uniform(rows: int, cols: int, bound: float, rng: random.Random) -> Matrix:
     return [[rng.uniform(-bound, bound) for _ in range(cols)] for _ in range(rows)]
 
 
-def _linear_rules(func: str, arguments: dict, sizes: dict) -> None:
-    fan_in, fan_out = arguments["fan_in"], arguments["fan_out"]
-    check_weight_count(func, (fan_in + 1) * fan_out, f"fan_in {fan_in} and fan_out {fan_out}")
-
-
-@checked(fan_in="positive int", fan_out="positive int", rng="rng", also=_linear_rules)
-def torch_linear_weights(fan_in: int, fan_out: int, *, rng: random.Random) -> tuple[Matrix, Vector]:
+def torch_linear_weights(fan_in: int, fan_out: int, *,
+                         rng: random.Random) -> tuple[Matrix, Vector]:  # W (fan_in, fan_out), b (fan_out,)
     """W (fan_in, fan_out) and b (fan_out,) drawn as ``nn.Linear(fan_in, fan_out)`` draws them.
 
     Every entry of both is U(-1/sqrt(fan_in), 1/sqrt(fan_in)); W is in this
@@ -117,22 +108,17 @@ def torch_linear_weights(fan_in: int, fan_out: int, *, rng: random.Random) -> tu
     >>> len(W), len(W[0]), len(b), max(abs(v) for row in W + [b] for v in row) <= 0.5
     (4, 3, 3, True)
     """
+    func = "torch_linear_weights"
+    check_size(func, "fan_in", fan_in, MAX_FAN)
+    check_size(func, "fan_out", fan_out, MAX_FAN)
+    check_rng(func, "rng", rng)
+    check_weight_count(func, (fan_in + 1) * fan_out, f"fan_in {fan_in} and fan_out {fan_out}")
     bound = linear_bound(fan_in)
     return _uniform(fan_in, fan_out, bound, rng), _uniform(1, fan_out, bound, rng)[0]
 
 
-def _mha_rules(func: str, arguments: dict, sizes: dict) -> None:
-    d_model, num_heads = arguments["d_model"], arguments["num_heads"]
-    check_weight_count(func, 4 * d_model * d_model, f"d_model {d_model} (4 * d_model^2)")
-    if d_model % num_heads:
-        raise ShapeError(
-            f"{func}: d_model {d_model} is not divisible by num_heads {num_heads}; "
-            "nn.MultiheadAttention needs embed_dim divisible by num_heads"
-        )
-
-
-@checked(d_model="positive int", num_heads="positive int", seed="int", bias="bool", also=_mha_rules)
-def torch_mha_weights(d_model: int, num_heads: int, *, seed: int, bias: bool = False) -> MHAWeights:
+def torch_mha_weights(d_model: int, num_heads: int, *, seed: int,
+                      bias: bool = False) -> MHAWeights:  # W_Q[h] (d_model, d_model // num_heads)
     """MHAWeights drawn as ``nn.MultiheadAttention(d_model, num_heads, bias=bias)`` draws them.
 
     - W_Q, W_K, W_V: the column blocks of one fused (d_model, 3 * d_model)
@@ -145,6 +131,15 @@ def torch_mha_weights(d_model: int, num_heads: int, *, seed: int, bias: bool = F
     >>> len(w.W_Q), len(w.W_Q[0]), len(w.W_Q[0][0]), len(w.W_O), len(w.W_O[0])
     (2, 16, 8, 16, 16)
     """
+    func = "torch_mha_weights"
+    check_size(func, "d_model", d_model, MAX_FAN)
+    check_positive_int(func, "num_heads", num_heads)
+    check_int(func, "seed", seed)
+    check_bool(func, "bias", bias)
+    check_weight_count(func, 4 * d_model * d_model, f"d_model {d_model} (4 * d_model^2)")
+    if d_model % num_heads:
+        raise ShapeError(f"{func}: d_model {d_model} is not divisible by num_heads {quote_int(num_heads)}; "
+                         "nn.MultiheadAttention needs embed_dim divisible by num_heads")
     fused = _uniform(d_model, 3 * d_model, mha_in_proj_bound(d_model), derive_rng(seed, "torch/in_proj_weight"))
     W_Q_all, W_K_all, W_V_all = split_heads(fused, 3)
     W_O = _uniform(d_model, d_model, linear_bound(d_model), derive_rng(seed, "torch/out_proj.weight"))
