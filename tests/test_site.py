@@ -1,4 +1,5 @@
-"""``python -m mha_lists.tools.site``: the page's settings, its pre-rendered numbers and the built files.
+"""tools/site.py, ``python -m mha_lists.tools.site``: the page's settings, its pre-rendered numbers and the
+built files.
 
 These need no browser: the pre-rendered page is read with html.parser. The page in a real
 browser, computing in Pyodide, is tests/test_site_browser.py.
@@ -8,12 +9,14 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import pathlib
 import re
 import subprocess
 import sys
 
 import pytest
+from test_checks import refused
 
 from mha_lists import running_example
 from mha_lists.tools.site import (
@@ -31,6 +34,87 @@ from mha_lists.tools.site import (
     walkthrough_html,
 )
 from no_install_helpers import ROOT, cli_headings, cli_tables, page_parts
+
+# Every message the module writes, once. Other tests match only the start.
+MESSAGES = {
+    "query": "parse_query: query must be a str, got {type}",
+    "not a whole number": "parse_query: {name}: {value} is not a whole number",
+    "long value": "{value} ({n} characters)",  # how a message quotes a long value typed
+    "digits": "parse_query: {name} has {n} digits; this page takes at most 18",
+    "causal": "parse_query: causal: {value} is not 1 (on) or 0 (off)",
+    "d_model": "parse_query: d_model is {value}; this page draws at most 64",
+    "tokens": "parse_query: the sentence has {n} tokens; this page draws at most 16",
+    "characters": "parse_query: the sentence has {n} characters; this page takes at most 200",
+    "settings": "{func}: {name} must be a Settings (from parse_query), got {type}",
+    "settings sentence": "{func}: {name}.sentence has {chars} characters and {tokens} tokens; this page takes at "
+                         "most 200 and 16",
+    "settings digits": "{func}: {name}.{option} is {value}; this page takes at most 18 digits",
+    "settings d_model": "{func}: {name}.d_model is {value}; this page draws at most 64",
+    "settings fixed digits": "{func}: {name}.digits is {value}; the page always shows 4",
+    "root": "module_files: root must name a .py file under mha_lists/, like 'tools/site.py'; got {value}",
+    "outdir": "build_site: outdir must be a folder path, got {value}",
+    "pyodide_url": "build_site: pyodide_url must be a non-empty URL of the folder holding pyodide.mjs",
+    "outdir a file": "build_site: outdir {value} is a file, not a folder",
+    "not regular": "build_site: {path} is not a regular file (a folder, a FIFO or a device); it cannot be written over",
+    "empty url": "--pyodide-url is empty; give the folder URL holding pyodide.mjs, e.g. pyodide/",
+    "empty outdir": "OUTDIR is empty; give a folder to write the page into",
+    "cannot write": "cannot write {where}: {why}",
+}
+LONG = "x" + "y" * 5000
+
+# key -> (error type, a real bad call, the fields of the template)
+BAD_CALLS = {
+    "query": (TypeError, lambda: parse_query(None), dict(type="NoneType")),
+    "not a whole number": (ValueError, lambda: parse_query("?seed=1.5"), dict(name="seed", value="'1.5'")),
+    "long value": (ValueError, lambda: parse_query("?d_model=" + LONG),
+                   dict(value="parse_query: d_model: 'xyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy ...", n="5,001")),
+    "digits": (ValueError, lambda: parse_query("?seed=-" + "1" * 19), dict(name="seed", n=19)),
+    "causal": (ValueError, lambda: parse_query("?causal=maybe"), dict(value="'maybe'")),
+    "d_model": (ValueError, lambda: parse_query("?d_model=4096"), dict(value=4096)),
+    "tokens": (ValueError, lambda: parse_query("?sentence=" + "+I" * 17), dict(n=17)),
+    "characters": (ValueError, lambda: parse_query("?sentence=" + "I" * 201), dict(n=201)),
+    "settings": (TypeError, lambda: walkthrough_html({"seed": 1}), dict(func="walkthrough_html", name="settings",
+                                                                        type="dict")),
+    "settings sentence": (ValueError, lambda: cli_command(Settings(sentence="I " * 17)),
+                          dict(func="cli_command", name="settings", chars=34, tokens=17)),
+    "settings digits": (ValueError, lambda: query_string(Settings(seed=10**30)),
+                        dict(func="query_string", name="settings", option="seed", value="an int of 31 digits")),
+    "settings d_model": (ValueError, lambda: walkthrough_html(Settings(d_model=4096)),
+                         dict(func="walkthrough_html", name="settings", value=4096)),
+    "settings fixed digits": (ValueError, lambda: walkthrough_html(Settings(digits=12)),
+                              dict(func="walkthrough_html", name="settings", value=12)),
+    "root": (ValueError, lambda: module_files("../README.md"), dict(value="'../README.md'")),
+    "outdir": (ValueError, lambda: build_site(3), dict(value=3)),
+    "pyodide_url": (ValueError, lambda: build_site(pathlib.Path("unused"), " "), {}),
+    "outdir a file": (ValueError, lambda: build_site(ROOT / "README.md"), dict(value=repr(str(ROOT / "README.md")))),
+    "not regular": (ValueError, lambda: (_ for _ in ()).throw(ValueError(
+        "build_site: 'out/index.html' is not a regular file (a folder, a FIFO or a device); it cannot be written "
+        "over")), dict(path="'out/index.html'")),  # called for real below, with a FIFO
+    "empty url": (SystemExit, ("out", "--pyodide-url", " "), {}),
+    "empty outdir": (SystemExit, ("",), {}),
+    "cannot write": (SystemExit, ("/proc/mha-lists-site",), dict(where="/proc/mha-lists-site",
+                                                                 why="No such file or directory")),
+}
+
+
+def test_every_template_has_a_bad_call():
+    assert sorted(MESSAGES) == sorted(BAD_CALLS)
+
+
+@pytest.mark.parametrize("key", MESSAGES)
+def test_message(key):
+    error, call, fields = BAD_CALLS[key]
+    if error is SystemExit:  # the command's own: one line, exit code 2
+        result = site_command(*call)
+        assert result.returncode == 2 and result.stdout == ""
+        expected = MESSAGES[key].format(**fields)
+        assert result.stderr == f"python -m mha_lists.tools.site: error: {expected} (see --help)\n"
+        return
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value).startswith(MESSAGES[key].format(**fields)) if key == "long value" else \
+        str(info.value) == MESSAGES[key].format(**fields)
 
 
 def cli(*args: str) -> str:
@@ -92,27 +176,28 @@ def test_query_strings_round_trip():
     assert parse_query("causal=on&sentence=I+like") == Settings(sentence="I like", causal=True)
 
 
-@pytest.mark.parametrize("query, message", [
-    ("?seed=abc", "parse_query: seed: 'abc' is not a whole number"),
-    ("?seed=1.5", "parse_query: seed: '1.5' is not a whole number"),
-    ("?heads=", "parse_query: heads: '' is not a whole number"),
-    ("?d_model=x" + "y" * 5000, "parse_query: d_model: 'xyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'... (5,001 characters) "
-                                "is not a whole number"),
-    ("?seed=" + "9" * 5000, "parse_query: seed has 5,000 digits; this page takes at most 18"),
-    ("?seed=-" + "1" * 19, "parse_query: seed has 19 digits; this page takes at most 18"),
-    ("?d_model=" + "7" * 4400, "parse_query: d_model has 4,400 digits; this page takes at most 18"),
-    ("?causal=maybe", "parse_query: causal: 'maybe' is not 1 (on) or 0 (off)"),
-    (f"?d_model={MAX_D_MODEL * 2}", f"parse_query: d_model is {MAX_D_MODEL * 2}; this page draws at most {MAX_D_MODEL}"),
-    ("?d_model=4096", "parse_query: d_model is 4096; this page draws at most 64"),
-    ("?sentence=" + "+I" * 17, "parse_query: the sentence has 17 tokens; this page draws at most 16"),
-    ("?sentence=" + "I" * 201, "parse_query: the sentence has 201 characters; this page takes at most 200"),
+def message(key, **fields):
+    return MESSAGES[key].format(**fields)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("?seed=abc", message("not a whole number", name="seed", value="'abc'")),
+    ("?heads=", message("not a whole number", name="heads", value="''")),
+    ("?d_model=" + LONG, message("not a whole number", name="d_model",
+                                 value=message("long value", value="'xyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy ...",
+                                               n="5,001"))),
+    ("?seed=" + "9" * 5000, message("digits", name="seed", n="5,000")),
+    ("?d_model=" + "7" * 4400, message("digits", name="d_model", n="4,400")),
+    (f"?d_model={MAX_D_MODEL * 2}", message("d_model", value=MAX_D_MODEL * 2)),
+    ("?causal=" + LONG, message("causal", value=message("long value", value="'xyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy ...",
+                                                         n="5,001"))),
 ])
-def test_bad_query_strings_are_refused_with_a_message(query, message):
-    with pytest.raises(ValueError) as refused:
+def test_bad_query_strings_are_refused_with_a_message(query, expected):
+    with pytest.raises(ValueError) as refused_:
         parse_query(query)
-    assert str(refused.value) == message
-    assert json.loads(page_update(query)) == {"ok": False, "error": message}
-    assert len(message) < 120  # one line, whatever was typed
+    assert str(refused_.value) == expected
+    assert json.loads(page_update(query)) == {"ok": False, "error": expected}
+    assert len(expected) < 120  # one line, whatever was typed
 
 
 def test_no_message_points_to_a_command_that_would_run_for_minutes():
@@ -168,8 +253,12 @@ def test_build_writes_a_prerendered_page_the_module_and_its_assets(tmp_path):
 def test_module_files_of_a_leaf_and_a_bad_root():
     leaf = module_files("core/checks.py")  # importing it runs mha_lists/__init__.py, which imports the core
     assert leaf[0] == "__init__.py" and "core/checks.py" in leaf and "tools/site.py" not in leaf
-    with pytest.raises(ValueError, match="module_files: root must name a .py file under mha_lists/"):
-        module_files("tools/nothing.py")
+    # Only the package's own files: another .py file (that may not even parse) is not read.
+    for root in ("tools/nothing.py", "../tests/conftest.py", str(ROOT / "tests" / "conftest.py"), "/etc/passwd", 3,
+                 "x" * 10_000 + ".py"):
+        with pytest.raises(ValueError, match=r"^module_files: root "):
+            module_files(root)
+        refused("module_files", lambda: module_files(root))
 
 
 def test_the_module_files_are_what_python_imports_for_the_page():
@@ -206,16 +295,50 @@ def test_the_page_files_are_package_data():
     assert {p.name for p in (ROOT / "mha_lists" / "tools" / "site_files").iterdir()} == {"index.html", "style.css", "page.js"}
 
 
-def test_bad_build_arguments():
-    with pytest.raises(ValueError, match="build_site: pyodide_url must be a non-empty URL"):
-        build_site(pathlib.Path("unused"), " ")
-    with pytest.raises(ValueError, match="build_site: outdir must be a folder path, got 3"):
-        build_site(3)
+@pytest.mark.parametrize("call, error, start", [
+    (lambda: build_site(pathlib.Path("unused"), " "), ValueError, "build_site: pyodide_url "),
+    (lambda: build_site(pathlib.Path("unused"), None), ValueError, "build_site: pyodide_url "),
+    (lambda: build_site(3), ValueError, "build_site: outdir "),
+    (lambda: build_site("x" * 100_000), OSError, None),  # a name too long for the system: build_site's OSError
+    (lambda: walkthrough_html(None), TypeError, "walkthrough_html: settings "),
+    (lambda: walkthrough_html(Settings(causal=1)), TypeError, "walkthrough_html: settings.causal "),
+    (lambda: walkthrough_html(Settings(seed="7")), TypeError, "walkthrough_html: settings.seed "),
+    (lambda: walkthrough_html(Settings(sentence=None)), TypeError, "walkthrough_html: settings.sentence "),
+    (lambda: walkthrough_html(Settings(heads=3)), ValueError, "running_example: "),  # the library's own rule
+    (lambda: query_string("?seed=7"), TypeError, "query_string: settings "),
+    (lambda: cli_command(None), TypeError, "cli_command: settings "),
+    (lambda: cli_command(Settings(d_model=10**100)), ValueError, "cli_command: settings.d_model "),
+    (lambda: page_update(None), None, None),  # refused, as JSON
+])
+def test_bad_arguments_of_the_functions(call, error, start):
+    if error is None:
+        assert json.loads(call()) == {"ok": False, "error": message("query", type="NoneType")}
+    elif start is None:
+        with pytest.raises(error):
+            call()
+    else:
+        named = refused(start.split(":")[0], call, error)
+        assert isinstance(named, error) and str(named).startswith(start)
+
+
+def test_a_fifo_where_a_file_is_written_is_refused_not_waited_on(tmp_path):
+    # Writing into a FIFO waits until something reads it: the command used to hang there.
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "index.html")
+    with pytest.raises(ValueError) as info:
+        build_site(out)
+    assert str(info.value) == message("not regular", path=repr(str(out / "index.html")))
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.site", str(out)], cwd=ROOT, capture_output=True,
+                            text=True, encoding="utf-8", timeout=120)
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert message("not regular", path=repr(str(out / "index.html"))).removeprefix("build_site: ") in result.stderr
+    assert list(out.iterdir()) == [out / "index.html"], "nothing is written when a target cannot be"
 
 
 def site_command(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mha_lists.tools.site", *args], cwd=ROOT, capture_output=True,
-                          text=True, encoding="utf-8")
+                          text=True, encoding="utf-8", timeout=120)
 
 
 @pytest.fixture
@@ -225,22 +348,24 @@ def a_file(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("args, message", [
-    ((), "the following arguments are required: outdir"),
-    (("{tmp}/out", "--pyodide-url", ""), "--pyodide-url is empty; give the folder URL holding pyodide.mjs"),
-    (("{tmp}/out", "--pyodide-url", "   "), "--pyodide-url is empty"),
-    (("",), "OUTDIR is empty"),
-    (("{file}",), "outdir '{file}' is a file, not a folder"),
+@pytest.mark.parametrize("args, expected", [
+    ((), "the following arguments are required: outdir"),  # argparse's words
+    (("{tmp}/out", "--pyodide-url", ""), MESSAGES["empty url"]),
+    (("{tmp}/out", "--pyodide-url", "   "), MESSAGES["empty url"]),
+    (("",), MESSAGES["empty outdir"]),
+    (("{file}",), MESSAGES["outdir a file"].format(value="'{file}'").removeprefix("build_site: ")),
     (("{file}/inside",), "cannot write {file}/inside"),
     (("/proc/mha-lists-site",), "cannot write /proc/mha-lists-site"),  # unwritable, even for root
+    (("/dev/null",), MESSAGES["outdir a file"].format(value="'/dev/null'").removeprefix("build_site: ")),
+    (("{tmp}/" + "x" * 5000,), "cannot write '{tmp}/xxxxxxxx"),  # cut short
 ])
-def test_the_command_says_what_is_wrong_in_one_line_and_exits_2(args, message, tmp_path, a_file):
+def test_the_command_says_what_is_wrong_in_one_line_and_exits_2(args, expected, tmp_path, a_file):
     def fill(text):
-        return text.format(tmp=tmp_path, file=a_file)
+        return text.replace("{tmp}", str(tmp_path)).replace("{file}", str(a_file))
 
     result = site_command(*map(fill, args))
     assert result.returncode == 2
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("python -m mha_lists.tools.site: error: ")
-    assert fill(message) in result.stderr and "Traceback" not in result.stderr
+    assert fill(expected) in result.stderr and "Traceback" not in result.stderr and len(result.stderr) < 400
     assert a_file.read_text(encoding="utf-8") == "not a folder\n"

@@ -4,9 +4,9 @@ Measures, on this machine (numbers vary between machines and runs; nothing
 here is asserted by the test suite):
 
 0. At the running example's size (5 tokens, d_model 16, 2 heads, causal mask):
-   what one forward pass walks through (calls, functions, files, counted with
-   ``sys.setprofile``); the checked forward pass against the same arithmetic
-   with no checks and no calls into the package; forward + backward against
+   what one forward pass walks through (frames of the package, functions, files,
+   counted with ``sys.setprofile``); the checked forward pass against the same
+   arithmetic with no checks and no calls into the package; forward + backward against
    the forward pass, against the same arithmetic unchecked (the floor of an
    fsum per entry) and against a scalar autograd engine: its best run, and the
    mean of runs in a row with Python's cycle collector on (as a learner runs
@@ -47,6 +47,7 @@ from itertools import repeat
 from operator import mul
 
 from ..core.attention import MHAWeights, kv_head_for, multi_head_attention
+from ..core.checks import check_bool, check_positive_int, check_str, shorten
 from ..core.gradients import multi_head_attention_backward
 from ..core.matrix import Matrix, matmul
 from ..core.softmax_and_masks import causal_mask
@@ -54,7 +55,16 @@ from ..teaching.example import running_example
 from ..teaching.weights import derive_rng, init_mha_weights
 from .cli import OneLineErrorParser, size_type
 
-MAX_REPEAT = 100  # runs of each measurement
+MAX_REPEAT = 100  # --repeat: runs of each measurement
+MAX_RUNS = 100 * MAX_REPEAT  # runs of one timing (main times the running example 100 * --repeat times)
+MAX_ENTRIES = 10_000_000  # entries of a random matrix (a 768x768 matrix has 589,824)
+
+
+def check_function(func: str, name: str, value: object) -> Callable:
+    """A function of no arguments, to time or to count."""
+    if not callable(value):
+        raise TypeError(f"{func}: {name} must be a function of no arguments (a lambda), got {shorten(value)}")
+    return value
 
 
 def textbook_matmul(A: Matrix, B: Matrix, total: Callable = sum) -> Matrix:
@@ -71,7 +81,7 @@ def copied_columns_matmul(A: Matrix, B: Matrix) -> Matrix:
 
 
 def _product(A: Matrix, B: Matrix) -> Matrix:
-    """A B, as matmul computes it, without its door."""
+    """A B, as matmul computes it, without its checks."""
     columns = list(zip(*B))
     return [[math.fsum(map(mul, row, col)) for col in columns] for row in A]
 
@@ -147,38 +157,35 @@ def unchecked_forward_backward(x: Matrix, weights: MHAWeights, G: Matrix) -> tup
     return _product_t(d_all, W_all), dW, dW_O
 
 
-def count_calls(run: Callable[[], object]) -> tuple[int, int, int, int]:
-    """What ``run`` walks through in the package: (calls, frames, distinct functions, files).
+def count_calls(run: Callable[[], object]) -> tuple[int, int, int]:
+    """What ``run`` walks through in the package: (frames, distinct functions, files).
 
-    Every Python function of the package that starts counts (``sys.setprofile``);
-    comprehensions are not functions a reader follows, and are left out. A checked
-    function's door (``door``, ``_through_door``, ``_check_arguments`` and ``_named`` in
-    checks.py) is counted with the function it opens, in ``calls`` and in the
-    functions; ``frames`` counts the door's frames too.
+    Every frame of a Python function of the package counts, each time one starts
+    (``sys.setprofile``'s "call" event; a generator's frame counts each time it resumes).
+    Comprehensions, generator expressions and lambdas (code named ``<...>``) are not
+    functions a reader follows, and are left out.
     """
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    check_function("count_calls", "run", run)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     seen: Counter = Counter()
 
     def profile(frame, event, arg):
         code = frame.f_code
         if event == "call" and code.co_filename.startswith(package) and not code.co_name.startswith("<"):
-            seen[(code.co_filename, code.co_name)] += 1
+            seen[(code.co_filename, code.co_firstlineno, code.co_name)] += 1  # one function: where it starts
 
     sys.setprofile(profile)
     try:
         run()
     finally:
         sys.setprofile(None)
-    door = {key for key in seen
-            if key[0].endswith("checks.py") and key[1] in ("door", "_through_door", "_check_arguments", "_named")}
-    doors = sum(seen[key] for key in door)
-    functions = set(seen) - door
-    files = {file for file, _ in seen}
-    return sum(seen.values()) - doors, sum(seen.values()), len(functions), len(files)
+    return sum(seen.values()), len(seen), len({file for file, _, _ in seen})
 
 
 def best_time(func: Callable[[], object], repeat: int) -> tuple[float, object]:
     """The fastest of ``repeat`` runs, in seconds, and the last result."""
+    check_function("best_time", "func", func)
+    check_positive_int("best_time", "repeat", repeat, most=MAX_RUNS)
     best, result = math.inf, None
     for _ in range(repeat):
         start = time.perf_counter()
@@ -194,6 +201,9 @@ def run_times(func: Callable[[], object], runs: int, *, collector: bool = True) 
     collects once before each call (outside the timing): what the arithmetic
     alone costs, without finding garbage.
     """
+    check_function("run_times", "func", func)
+    check_positive_int("run_times", "runs", runs, most=MAX_RUNS)
+    check_bool("run_times", "collector", collector)
     times = []
     was_on = gc.isenabled()
     try:
@@ -217,6 +227,11 @@ def best_times(funcs: list[Callable[[], object]], repeat: int) -> list[tuple[flo
     Taking turns means a busy spell of the machine slows each of them alike,
     so their ratio holds better than with one function timed after the other.
     """
+    if not isinstance(funcs, (list, tuple)) or not funcs:
+        raise TypeError(f"best_times: funcs must be a non-empty list of functions, got {shorten(funcs)}")
+    for n, func in enumerate(funcs):
+        check_function("best_times", f"funcs[{n}]", func)
+    check_positive_int("best_times", "repeat", repeat, most=MAX_RUNS)
     best, results = [math.inf] * len(funcs), [None] * len(funcs)
     for _ in range(repeat):
         for n, func in enumerate(funcs):
@@ -227,6 +242,12 @@ def best_times(funcs: list[Callable[[], object]], repeat: int) -> list[tuple[flo
 
 
 def random_matrix(rows: int, cols: int, name: str) -> Matrix:
+    """(rows, cols) draws of a standard normal, from the generator ``derive_rng(0, name)``."""
+    check_positive_int("random_matrix", "rows", rows)
+    check_positive_int("random_matrix", "cols", cols)
+    check_str("random_matrix", "name", name)
+    if rows * cols > MAX_ENTRIES:
+        raise ValueError(f"random_matrix: {rows:,}x{cols:,} is {rows * cols:,} entries; at most {MAX_ENTRIES:,}")
     rng = derive_rng(0, name)
     return [[rng.gauss(0.0, 1.0) for _ in range(cols)] for _ in range(rows)]
 
@@ -349,18 +370,18 @@ def main(argv: list[str] | None = None) -> int:
 
     ex = running_example()
     mask = causal_mask(len(ex.x))
-    calls, frames, functions, files = count_calls(lambda: multi_head_attention(ex.x, ex.weights, mask=mask))
+    frames, functions, files = count_calls(lambda: multi_head_attention(ex.x, ex.weights, mask=mask))
     print(f"the running example ({len(ex.x)} tokens, d_model {len(ex.x[0])}, {len(ex.weights.W_Q)} heads, "
           "causal mask)")
-    print(f"  one forward pass walks {calls} calls of {functions} functions in {files} files "
-          f"({frames} frames, counting each checking door as a frame of its own)")
+    print(f"  one multi_head_attention call enters {frames} frames of the package, "
+          f"through {functions} functions in {files} files")
     (t_checked, out), (t_plain, plain) = best_times(
         [lambda: multi_head_attention(ex.x, ex.weights, mask=mask),
          lambda: unchecked_forward(ex.x, ex.weights, mask)], 100 * args.repeat)
     print(f"  forward pass, checked:                        {t_checked * 1e3:8.3f} ms")
     print(f"  the same arithmetic, no checks and no calls:  {t_plain * 1e3:8.3f} ms "
           f"(same bits: {out == plain})")
-    print(f"  the checks and the named steps cost {t_checked / t_plain:.2f}x")
+    print(f"  the checked forward pass takes {t_checked / t_plain:.2f}x the same arithmetic unchecked")
     G = random_matrix(len(ex.x), len(ex.x[0]), "bench/example_grad_output")
     (t_forward, _), (t_both, grads), (t_floor, (fx, fW, fW_O)) = best_times(
         [lambda: multi_head_attention(ex.x, ex.weights), lambda: multi_head_attention_backward(ex.x, ex.weights, G),
@@ -369,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     same = fx == grads.x and fW == grads.W_Q + grads.W_K + grads.W_V and fW_O == grads.W_O
     print(f"  forward + backward: {t_both * 1e3:.3f} ms = {t_both / t_forward:.2f}x the forward pass (no mask)")
     print(f"  the same arithmetic, no checks and no calls: {t_floor * 1e3:.3f} ms (same bits: {same}); "
-          f"the checks and the named steps cost {t_both / t_floor:.2f}x")
+          f"the checked forward + backward takes {t_both / t_floor:.2f}x that")
     print(f"  scalar autograd engine, forward + backward, best of {10 * args.repeat} runs: {t_scalar * 1e3:.3f} ms = "
           f"{t_scalar / t_both:.1f}x the matrix-level gradients, {t_scalar / t_floor:.1f}x the same arithmetic "
           f"unchecked (largest difference {max(max_difference(dx, grads.x), max_difference(dW_Q, grads.W_Q)):.1e})")

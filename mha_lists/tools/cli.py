@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import NamedTuple, Optional, Union
 
+from ..core.checks import MAX_INT_DIGITS, check_bool, check_positive_int, quote_int, shorten
 from ..core.softmax_and_masks import causal_mask
 from ..core.attention import attention_trace
 from ..teaching.display import format_matrix
@@ -23,21 +24,34 @@ MAX_D_MODEL = 256  # the trace prints every matrix; wider ones are for the libra
 MAX_TOKENS = 64
 
 
+MAX_MESSAGE = 400  # characters of an error message: argparse's own quote whatever was typed, in full
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit code 2 (every command of the package)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         one_line = " ".join(message.split())
+        if len(one_line) > MAX_MESSAGE:  # "invalid choice: 'xxx...'", "unrecognized arguments: ..."
+            one_line = one_line[:MAX_MESSAGE - 4] + " ..."
         self.exit(2, f"{self.prog}: error: {one_line} (see --help)\n")
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str) -> int:
+    """An argparse type: a whole number of at most MAX_INT_DIGITS digits (a seed)."""
+    digits = text.strip().lstrip("+-")
+    if digits.isdigit() and len(digits) > MAX_INT_DIGITS:  # before int(): CPython refuses > 4300 digits
+        raise argparse.ArgumentTypeError(f"a number of {len(digits):,} digits; at most {MAX_INT_DIGITS}")
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{shorten(text, 40)} is not a whole number") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _whole_number(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+        raise argparse.ArgumentTypeError(f"{quote_int(value)} must be at least 1")
     return value
 
 
@@ -46,7 +60,7 @@ def size_type(limit: int):
     def size(text: str) -> int:
         value = _positive_int(text)
         if value > limit:
-            raise argparse.ArgumentTypeError(f"{value} is too large; at most {limit}")
+            raise argparse.ArgumentTypeError(f"{quote_int(value)} is too large; at most {limit}")
         return value
     return size
 
@@ -65,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Vocabulary: {' '.join(VOCAB)}",
     )
     parser.add_argument("--sentence", default=SENTENCE, help=f"tokens separated by spaces (default: {SENTENCE!r})")
-    parser.add_argument("--seed", type=int, default=SEED, help=f"seed of every random draw (default: {SEED})")
+    parser.add_argument("--seed", type=_whole_number, default=SEED, help=f"seed of every random draw (default: {SEED})")
     parser.add_argument("--heads", type=size_type(MAX_D_MODEL), default=NUM_HEADS,
                         help=f"number of heads (default: {NUM_HEADS})")
     parser.add_argument("--d-model", type=size_type(MAX_D_MODEL), default=D_MODEL,
@@ -91,13 +105,38 @@ class Table(NamedTuple):
     kind: str = "matrix"  # "weights": softmax weights, each row sums to 1 (the web page draws a heatmap)
 
 
+_OPTIONS = ("sentence", "seed", "heads", "d_model", "causal", "digits")
+
+
+def check_options(func: str, name: str, args: object) -> None:
+    """What build_parser() parses (or the page's Settings): sentence, seed, heads, d_model, causal, digits.
+
+    Here: at most MAX_TOKENS tokens and sizes up to MAX_D_MODEL (the trace prints every matrix), a
+    causal switch, 1-12 digits. The rest (the vocabulary, the seed, heads that divide d_model) is
+    running_example's to check, with its own messages.
+    """
+    missing = [option for option in _OPTIONS if not hasattr(args, option)]
+    if missing:
+        raise TypeError(f"{func}: {name} must have {', '.join(_OPTIONS)} (build_parser().parse_args(...)), "
+                        f"got {type(args).__name__} without {', '.join(missing)}")
+    if isinstance(args.sentence, str) and len(args.sentence.split()) > MAX_TOKENS:
+        raise ValueError(f"{func}: {name}.sentence has {len(args.sentence.split()):,} tokens; at most {MAX_TOKENS}")
+    for option in ("heads", "d_model"):
+        value = getattr(args, option)
+        if type(value) is int and value > MAX_D_MODEL:
+            raise ValueError(f"{func}: {name}.{option} is {quote_int(value)}; the trace prints at most {MAX_D_MODEL}")
+    check_bool(func, f"{name}.causal", args.causal)
+    check_positive_int(func, f"{name}.digits", args.digits, most=12)
+
+
 def trace_items(args: argparse.Namespace) -> list[Union[str, Table]]:
     """The whole trace as a list of lines and Tables, in print order (``render`` joins them).
 
-    ``args`` needs sentence, seed, heads, d_model and causal (what ``build_parser`` gives).
+    ``args`` needs sentence, seed, heads, d_model, causal and digits (what ``build_parser`` gives).
     Bad settings raise the library's own error. The web page (``mha_lists.tools.site``) draws
     the same items, so its numbers are the CLI's.
     """
+    check_options("trace_items", "args", args)
     ex = running_example(sentence=args.sentence, d_model=args.d_model, num_heads=args.heads, seed=args.seed)
     T, d_model, h = len(ex.tokens), args.d_model, args.heads
     d_k = d_model // h
@@ -149,12 +188,16 @@ def trace_items(args: argparse.Namespace) -> list[Union[str, Table]]:
 
 def format_table(table: Table, digits: int = 4) -> str:
     """One Table as ``format_matrix`` prints it: title with shape, labels, fixed-point entries."""
+    if not isinstance(table, Table):
+        raise TypeError(f"format_table: table must be a Table (from trace_items), got {type(table).__name__}")
+    check_positive_int("format_table", "digits", digits, most=12)
     return format_matrix(table.matrix, row_labels=table.row_labels, col_labels=table.col_labels,
                          digits=digits, title=table.title)
 
 
 def render(args: argparse.Namespace) -> str:
     """The whole trace as one string (what main prints); bad settings raise the library's own error."""
+    check_options("render", "args", args)
     lines = [item if isinstance(item, str) else format_table(item, args.digits) for item in trace_items(args)]
     return "\n".join(lines) + "\n"
 

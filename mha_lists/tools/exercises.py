@@ -48,7 +48,7 @@ notebook that changes the package's files (what the next checker would import) g
 and no notebook after it is graded; nor any after one that changes the teacher's notebooks.
 
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
-found, a folder, not JSON, not a notebook, no teacher's notebook of that name). Each such file
+found, a folder, a FIFO or a device, not JSON, not a notebook, no teacher's notebook of that name). Each such file
 gets one line on stderr (``...: error: PATH is not JSON (...)``); the other files are still graded.
 
 =====================================  =======================================================
@@ -89,6 +89,7 @@ import pathlib
 import queue
 import re
 import secrets
+import stat
 import subprocess
 import sys
 import tempfile
@@ -97,7 +98,7 @@ import time
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
-from ..core.checks import checked, kind
+from ..core.checks import all_finite, check_str, quote_int, shorten
 
 __all__ = ["check_close"]
 
@@ -136,7 +137,7 @@ def _describe(x: Any) -> str:
         return f"a list of {len(x)} numbers"
     if depth == 2:
         return f"a {len(x)}x{len(x[0])} matrix"
-    return f"a list of {len(x)} matrices"
+    return f"a list of {len(x)} matrices" if depth == 3 else f"a list of {len(x)} lists of matrices"
 
 
 _PARTS = {1: "entries", 2: "rows", 3: "matrices"}
@@ -146,7 +147,9 @@ def _mismatches(path: str, got: Any, expected: Any, tol: float, found: list) -> 
     """Raise at the first wrong type or shape; collect (path, got - expected) of wrong numbers."""
     if _is_number(expected):
         if not _is_number(got):
-            raise CheckFailed(f"{path} should be a number, but it is {type(got).__name__}: {got!r}"[:200])
+            raise CheckFailed(f"{path} should be a number, but it is {type(got).__name__}: {shorten(got)}")
+        if not all_finite([[got]]) and type(got) is int:
+            raise CheckFailed(f"{path} is {quote_int(got)}, too large for a float (about 1.8e308 at most)")
         if math.isnan(got):
             raise CheckFailed(f"{path} is nan (not a number); look for 0/0, inf - inf or a missing value")
         if math.isinf(expected) or math.isinf(got):
@@ -166,33 +169,53 @@ def _mismatches(path: str, got: Any, expected: Any, tol: float, found: list) -> 
 
 MAX_DEPTH = 4  # lists in lists in an expected value: a list of matrices is 3
 MAX_POINTS = 1_000_000  # points of one graded cell
+MAX_NAME = 200  # characters of the name a check prints
 
 
-@kind("exercise answer")
-def _check_answer(func: str, name: str, value: object, expected: tuple = ()) -> None:
-    """The module's answer: a number, or a non-empty list of them, a matrix, a list of matrices (nested lists)."""
-    def fine(x: object, depth: int) -> bool:
+def _shape(x: object) -> str:
+    """How a part of an expected value looks in a message: 'a number', 'a list of 3', 'a 2x3 matrix'."""
+    if _is_number(x):
+        return "a number"
+    if not _is_list(x[0]):
+        return f"a list of {len(x)}"
+    return f"a {len(x)}x{len(x[0])} matrix" if not _is_list(x[0][0]) else f"a list of {len(x)} matrices"
+
+
+def check_answer(func: str, name: str, value: object) -> tuple[int, ...]:
+    """The module's answer: a number, or a rectangular nest of non-empty lists of numbers (a vector, a
+    matrix, a list of matrices of one shape), at most MAX_DEPTH lists deep, without nan; return its shape.
+
+    >>> check_answer("demo", "expected", [[1.0, 2.0], [3.0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: demo: expected is ragged: expected[0] is a list of 2 but expected[1] is a list of 1; its parts must have one shape
+    """
+    def shape(x: object, where: str, depth: int) -> tuple[int, ...]:
         if _is_number(x):
-            return True
-        return _is_list(x) and 0 < len(x) and depth < MAX_DEPTH and all(fine(v, depth + 1) for v in x)
+            if not all_finite([[x]]) and type(x) is int:
+                raise ValueError(f"{func}: {where} is {quote_int(x)}, too large for a float (about 1.8e308 at most)")
+            if x != x:  # no answer is close to nan: every check would fail, saying "off by infinitely much"
+                raise ValueError(f"{func}: {name} has nan in it; an expected value must be numbers (inf is allowed)")
+            return ()
+        if not _is_list(x) or not x or depth >= MAX_DEPTH:
+            raise TypeError(f"{func}: {name} must be a number, a list of numbers, a matrix or a list of matrices "
+                            f"(lists at most {MAX_DEPTH} deep, none empty), got {shorten(value)}")
+        first = shape(x[0], f"{where}[0]", depth + 1)
+        for i, part in enumerate(x[1:], 1):
+            if shape(part, f"{where}[{i}]", depth + 1) != first:
+                raise ValueError(f"{func}: {name} is ragged: {where}[0] is {_shape(x[0])} but {where}[{i}] is "
+                                 f"{_shape(part)}; its parts must have one shape")
+        return (len(x), *first)
+    return shape(value, name, 0)
 
-    def has_nan(x: object) -> bool:
-        return any(map(has_nan, x)) if _is_list(x) else x != x
-    if not fine(value, 0):
-        raise TypeError(f"{func}: {name} must be a number, a list of numbers, a matrix or a list of matrices "
-                        f"(lists at most {MAX_DEPTH} deep, none empty), got {value!r:.60}")
-    if has_nan(value):  # no answer is close to nan: every check would fail, saying "off by infinitely much"
-        raise ValueError(f"{func}: {name} has nan in it; an expected value must be numbers (inf is allowed)")
 
-
-@kind("exercise tolerance")
-def _check_tolerance(func: str, name: str, tol: object, expected: tuple = ()) -> float:
-    if not _is_number(tol) or not 0 <= tol < math.inf:  # tol inf: every answer would pass
-        raise ValueError(f"{func}: {name} must be a finite number >= 0, got {tol!r:.40}")
+def check_tolerance(func: str, name: str, tol: object) -> float:
+    """A finite number >= 0 (tol inf would pass every answer)."""
+    if not _is_number(tol) or not all_finite([[tol]]) or tol < 0:
+        raise ValueError(f"{func}: {name} must be a finite number >= 0, got {shorten(tol, 40)}")
     return tol
 
 
-@checked(name="str", expected="exercise answer", tol="exercise tolerance")
 def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     """Check a learner's number, vector, matrix or list of matrices against the module's.
 
@@ -212,6 +235,10 @@ def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     ...
     mha_lists.tools.exercises.CheckFailed: q has 2 rows; it should have 1 (a 1x2 matrix)
     """
+    if len(check_str("check_close", "name", name)) > MAX_NAME:
+        raise ValueError(f"check_close: name is {len(name):,} characters long; a name has at most {MAX_NAME}")
+    check_answer("check_close", "expected", expected)
+    check_tolerance("check_close", "tol", tol)
     found: list = []
     _mismatches(name, got, expected, tol, found)
     if found:
@@ -230,7 +257,7 @@ def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     elif depth == 2:
         shape = f"{len(expected)}x{len(expected[0])}"
     else:
-        shape = f"{len(expected)} matrices"
+        shape = f"{len(expected)} matrices" if depth == 3 else f"{len(expected)} lists of matrices"
     print(f"{name}: correct ({shape}, every entry {within})")
 
 
@@ -244,13 +271,47 @@ class NotebookError(ValueError):
 _CELL_TYPES = ("code", "markdown", "raw")
 
 
-@kind("exercise notebook")
-def _check_notebook(func: str, name: str, nb: object, expected: tuple = ()) -> dict:
+def _shown(text: object) -> str:
+    """A path or a grade_id as a message shows it: as it is, or through ``shorten`` when long or not printable."""
+    text = str(text)
+    return text if len(text) <= 120 and text.isprintable() else shorten(text, 120)
+
+
+MAX_NESTING = 100  # lists and objects in one another: a notebook's outputs are about 10 deep
+
+
+def _nested_over(value: object, limit: int) -> bool:
+    """True when lists and dicts in ``value`` nest more than ``limit`` deep (counted without recursion,
+    so that copying or writing it later cannot run out of stack)."""
+    deepest: dict[int, int] = {}
+    stack = [(value, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if not isinstance(x, (dict, list, tuple)) or deepest.get(id(x), 0) >= depth:
+            continue
+        if depth > limit:
+            return True
+        deepest[id(x)] = depth
+        stack.extend((child, depth + 1) for child in (x.values() if isinstance(x, dict) else x))
+    return False
+
+
+def check_nesting(func: str, name: str, nb: object) -> None:
+    """At most MAX_NESTING lists and objects in one another (deeper, copying or writing it could end in a
+    RecursionError)."""
+    if _nested_over(nb, MAX_NESTING):
+        raise NotebookError(f"{func}: {name} nests lists and objects more than {MAX_NESTING} deep; "
+                            "a notebook does not")
+
+
+def check_notebook(func: str, name: str, nb: object) -> dict:
     """Raise NotebookError unless ``nb`` has the structure of an nbformat 4 notebook."""
     if not isinstance(nb, dict):
         raise NotebookError(f"{func}: {name} is not a notebook (its JSON is a {type(nb).__name__}, not an object)")
+    check_nesting(func, name, nb)
     if nb.get("nbformat") != 4:
-        raise NotebookError(f"{func}: {name} is not an nbformat 4 notebook (nbformat is {nb.get('nbformat')!r:.40})")
+        raise NotebookError(f"{func}: {name} is not an nbformat 4 notebook "
+                            f"(nbformat is {shorten(nb.get('nbformat'), 40)})")
     if not isinstance(nb.get("metadata"), dict):
         raise NotebookError(f"{func}: {name} has no notebook metadata (an object under 'metadata')")
     cells = nb.get("cells")
@@ -259,11 +320,11 @@ def _check_notebook(func: str, name: str, nb: object, expected: tuple = ()) -> d
     for n, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") not in _CELL_TYPES:
             raise NotebookError(f"{func}: {name} cell {n} is not a code, markdown or raw cell")
-        _check_cell(func, name, n, cell.get("source"), cell.get("metadata"))
+        check_cell(func, name, n, cell.get("source"), cell.get("metadata"))
     return nb
 
 
-def _check_cell(func: str, name: str, n: int, source: object, meta: object) -> None:
+def check_cell(func: str, name: str, n: int, source: object, meta: object) -> None:
     """A cell's source is text (a str or a list of str); its metadata an object, nbgrader's too, with a
     str grade_id and a number of points when it has them."""
     if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
@@ -272,61 +333,84 @@ def _check_cell(func: str, name: str, n: int, source: object, meta: object) -> N
         raise NotebookError(f"{func}: {name} cell {n} has no metadata (an object under 'metadata')")
     grader = meta.get("nbgrader", {})
     if not isinstance(grader.get("grade_id", ""), str):
-        raise NotebookError(f"{func}: {name} cell {n} has a grade_id that is not a str: {grader['grade_id']!r:.40}")
+        raise NotebookError(f"{func}: {name} cell {n} has a grade_id that is not a str: "
+                            f"{shorten(grader['grade_id'], 40)}")
     points = grader.get("points", 0)
     if not _is_number(points) or not 0 <= points <= MAX_POINTS:
-        raise NotebookError(f"{func}: {name} cell {n} has points {points!r:.40}; points must be a number "
+        raise NotebookError(f"{func}: {name} cell {n} has points {shorten(points, 40)}; points must be a number "
                             f"from 0 to {MAX_POINTS:,}")
 
 
-@kind("exercise cells")
-def _check_cells(func: str, name: str, nb: object, expected: tuple = ()) -> None:
+def check_cells(func: str, name: str, nb: object) -> None:
     """A notebook as JSON, as much of it as student_copy reads: a dict with a list of cells, each a dict whose
     source (if any) is text and whose metadata (if any) is an object."""
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise TypeError(f"{func}: {name} must be a notebook as JSON (a dict with a list of cells)")
+    check_nesting(func, name, nb)
     if not isinstance(nb.get("metadata", {}), dict):
         raise NotebookError(f"{func}: {name} has no notebook metadata (an object under 'metadata')")
     for n, cell in enumerate(nb["cells"]):
         if not isinstance(cell, dict):
             raise NotebookError(f"{func}: {name} cell {n} is not a code, markdown or raw cell")
-        _check_cell(func, name, n, cell.get("source", ""), cell.get("metadata", {}))
+        check_cell(func, name, n, cell.get("source", ""), cell.get("metadata", {}))
 
 
-@kind("exercise path")
-def _check_path(func: str, name: str, path: object, expected: tuple = ()) -> None:
+def check_path(func: str, name: str, path: object) -> pathlib.Path:
+    """A str or a Path; return it as a Path."""
     if not isinstance(path, (str, pathlib.PurePath)):
         raise TypeError(f"{func}: {name} must be a str or a Path, got {type(path).__name__}")
+    return pathlib.Path(path)
+
+
+def _why(error: Exception) -> str:
+    """What went wrong, without the path an OSError repeats (it may be long)."""
+    return getattr(error, "strerror", None) or str(error).splitlines()[0]
+
+
+def _not_regular(func: str, path: pathlib.Path, mode: int) -> NotebookError:
+    """The error for a path that is a folder, a FIFO, a device or a socket: reading one could wait forever."""
+    if stat.S_ISDIR(mode):
+        return NotebookError(f"{func}: {_shown(path)} is a folder, not a notebook file")
+    return NotebookError(f"{func}: {_shown(path)} is not a regular file (a FIFO, a device or a socket); "
+                         "a notebook is a file")
 
 
 MAX_NOTEBOOK_BYTES = 20_000_000  # a submission larger than this is not read (outputs of a runaway loop)
 
 
-@checked(path="exercise path")
 def read_notebook(path: pathlib.Path) -> dict:
-    """The notebook at ``path`` as JSON; NotebookError (one line) if it is missing or malformed."""
+    """The notebook at ``path`` as JSON; NotebookError (one line) if it is missing, not a regular file, or malformed."""
     func = "read_notebook"
-    path = pathlib.Path(path)
-    if path.is_dir():
-        raise NotebookError(f"{func}: {path} is a folder, not a notebook file")
+    path = check_path(func, "path", path)
+    where = _shown(path)
     try:
-        with open(path, "rb") as file:  # at most one byte past the limit: a device such as /dev/zero never ends
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO or a device would make the read below wait, or never end
+            raise _not_regular(func, path, mode)
+        # Opened without waiting (a FIFO put in its place since would otherwise block the open), and
+        # looked at again through the open file, which is what is read.
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
+            mode = os.fstat(file.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise _not_regular(func, path, mode)
             data = file.read(MAX_NOTEBOOK_BYTES + 1)
     except FileNotFoundError:
-        raise NotebookError(f"{func}: {path} does not exist") from None
+        raise NotebookError(f"{func}: {where} does not exist") from None
+    except NotebookError:
+        raise
     except (OSError, ValueError) as e:  # ValueError: a path with a NUL character in it
-        raise NotebookError(f"{func}: cannot read {path}: {str(e).splitlines()[0]}") from None
+        raise NotebookError(f"{func}: cannot read {where}: {_why(e)}") from None
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise NotebookError(f"{func}: {path} is larger than {MAX_NOTEBOOK_BYTES:,} bytes, the limit")
+        raise NotebookError(f"{func}: {where} is larger than {MAX_NOTEBOOK_BYTES:,} bytes, the limit")
     try:
         nb = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise NotebookError(f"{func}: cannot read {path}: {str(e).splitlines()[0]}") from None
+        raise NotebookError(f"{func}: cannot read {where}: {str(e).splitlines()[0]}") from None
     except ValueError as e:
-        raise NotebookError(f"{func}: {path} is not JSON ({str(e).splitlines()[0]})") from None
+        raise NotebookError(f"{func}: {where} is not JSON ({str(e).splitlines()[0]})") from None
     except RecursionError:
-        raise NotebookError(f"{func}: {path} is JSON nested too deeply to be a notebook") from None
-    return _check_notebook(func, str(path), nb)
+        raise NotebookError(f"{func}: {where} is JSON nested too deeply to be a notebook") from None
+    return check_notebook(func, where, nb)
 
 
 # === Student copies (what nbgrader's ClearSolutions and ClearHiddenTests do) ===
@@ -375,7 +459,6 @@ def _clear_regions(source: str, where: str, begin: str, end: str, replacement: l
     return "\n".join(out)
 
 
-@checked(nb="exercise cells")
 def student_copy(nb: dict) -> dict:
     """A notebook (nbformat 4 JSON) as students get it: solutions and hidden tests removed, outputs cleared.
 
@@ -389,6 +472,7 @@ def student_copy(nb: dict) -> dict:
         # YOUR CODE HERE
         raise NotImplementedError()
     """
+    check_cells("student_copy", "nb", nb)
     new = copy.deepcopy(nb)
     for n, cell in enumerate(new["cells"]):
         source = _source(cell)
@@ -411,36 +495,48 @@ def student_copy(nb: dict) -> dict:
     return new
 
 
-def _copies_allowed(func: str, arguments: dict, sizes: dict) -> None:
-    """Notebooks to copy in ``source``; ``out`` a folder (or none yet) away from the source and from notebooks/."""
-    source, out = pathlib.Path(arguments["source"]), pathlib.Path(arguments["out"])
+def _copies_to_write(func: str, source: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
+    """Notebooks to copy in ``source``; ``out`` a folder (or none yet) away from the source and from notebooks/;
+    return the notebooks."""
+    try:
+        return _copies_allowed(func, source, out)
+    except OSError as e:  # a name too long for the system, a folder that cannot be read
+        raise NotebookError(f"{func}: cannot use {_shown(e.filename or out)}: {_why(e)}") from None
+
+
+def _copies_allowed(func: str, source: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
     if not source.is_dir():
-        raise NotebookError(f"{func}: source {source} is not a folder")
+        raise NotebookError(f"{func}: source {_shown(source)} is not a folder")
     paths = sorted(source.glob("*.ipynb"))
     if not paths:
-        raise NotebookError(f"{func}: no .ipynb files in {source}")
-    if out.resolve() == source.resolve():
+        raise NotebookError(f"{func}: no .ipynb files in {_shown(source)}")
+    real = pathlib.Path(os.path.realpath(out))  # realpath: a symlink loop is not an error here
+    if real == pathlib.Path(os.path.realpath(source)):
         raise ValueError(f"{func}: out must not be the source folder (it would overwrite the solutions)")
-    notebooks = EXERCISES.parent.resolve()
-    if out.resolve() == notebooks or notebooks in out.resolve().parents:
-        raise ValueError(f"{func}: out {out} is inside {notebooks}, where nbval would run the "
+    notebooks = pathlib.Path(os.path.realpath(EXERCISES.parent))
+    if real == notebooks or notebooks in real.parents:
+        raise ValueError(f"{func}: out {_shown(out)} is inside {notebooks}, where nbval would run the "
                          "student copies and fail; write them elsewhere, e.g. student-copies/")
     if out.exists() and not out.is_dir():
-        raise NotebookError(f"{func}: out {out} is a file, not a folder")
+        raise NotebookError(f"{func}: out {_shown(out)} is a file, not a folder")
+    for target in (out / path.name for path in paths):
+        if target.exists() and not target.is_file():  # writing into a FIFO would wait for a reader
+            raise NotebookError(f"{func}: {_shown(target)} is not a regular file (a folder, a FIFO or a device); "
+                                "it cannot be written over")
+    return paths
 
 
-@checked(source="exercise path", out="exercise path", also=_copies_allowed)
 def write_student_copies(source: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
     """Write ``student_copy`` of every ``*.ipynb`` in ``source`` into ``out`` (made if needed)."""
     func = "write_student_copies"
-    source, out = pathlib.Path(source), pathlib.Path(out)
-    paths = sorted(source.glob("*.ipynb"))
+    source, out = check_path(func, "source", source), check_path(func, "out", out)
+    paths = _copies_to_write(func, source, out)
     copies = []
     for path in paths:
         try:
             copies.append((out / path.name, student_copy(read_notebook(path))))
         except ValueError as e:  # NotebookError, or a solution region without its end
-            raise NotebookError(f"{func}: {path.name}: {e}") from e
+            raise NotebookError(f"{func}: {_shown(path.name)}: {e}") from e
     out.mkdir(parents=True, exist_ok=True)
     for target, nb in copies:
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -473,7 +569,6 @@ def _positions(nb: dict) -> dict[str, list[int]]:
     return found
 
 
-@checked(nb="exercise notebook", teacher="exercise notebook")
 def tampering(nb: dict, teacher: dict) -> dict[str, str]:
     """{grade_id: why it is worth 0} for each of the teacher's check cells not as handed out in ``nb``.
 
@@ -488,6 +583,8 @@ def tampering(nb: dict, teacher: dict) -> dict[str, str]:
     >>> tampering({**teacher, "cells": [{**cell, "source": "print('correct')"}]}, teacher)
     {'a': "changed: its source is not the teacher's (a check cell must stay as handed out)"}
     """
+    check_notebook("tampering", "nb", nb)
+    check_notebook("tampering", "teacher", teacher)
     where = _positions(nb)
     reasons = {}
     for n, grade_id in _graded(teacher):
@@ -503,7 +600,7 @@ def tampering(nb: dict, teacher: dict) -> dict[str, str]:
             reasons[grade_id] = f"changed: it is a {mine['cell_type']} cell; it was handed out as a {theirs['cell_type']} cell"
             continue
         full = _source(theirs)
-        if _source(mine) not in (full, _clear_hidden(full, f"teacher's {grade_id}", "tampering")):
+        if _source(mine) not in (full, _clear_hidden(full, f"teacher's {_shown(grade_id)}", "tampering")):
             reasons[grade_id] = "changed: its source is not the teacher's (a check cell must stay as handed out)"
             continue
         before, after = _neighbours(teacher, n)
@@ -539,7 +636,7 @@ def _defined(source: str) -> list[str]:
     """The names a cell's top level defines (a solution cell: its function)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a cell too deeply nested to parse
         return []
     names = []
     for node in tree.body:
@@ -864,19 +961,14 @@ class Score(NamedTuple):
     failed: dict[str, str]  # grade_id of every check cell worth 0 -> the reason
 
 
-@kind("exercise timeout")
-def _check_timeout(func: str, name: str, timeout: object, expected: tuple = ()) -> float:
+def check_timeout(func: str, name: str, timeout: object) -> float:
+    """Seconds: a number more than 0 and at most MAX_TIMEOUT."""
     if not _is_number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
-        raise ValueError(f"{func}: {name} must be more than 0 and at most {MAX_TIMEOUT} seconds, got {timeout!r}")
+        raise ValueError(f"{func}: {name} must be more than 0 and at most {MAX_TIMEOUT} seconds, "
+                         f"got {shorten(timeout)}")
     return timeout
 
 
-def _has_graded_cells(func: str, arguments: dict, sizes: dict) -> None:
-    if not _graded(arguments["teacher"]):
-        raise NotebookError(f"{func}: the teacher's notebook has no graded cells")
-
-
-@checked(nb="exercise notebook", teacher="exercise notebook", timeout="exercise timeout", also=_has_graded_cells)
 def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
     """Grade notebook ``nb`` against the teacher's: check cells as handed out, then run with hidden tests.
 
@@ -886,7 +978,12 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
     cell earns its points if ``tampering`` finds nothing wrong with it and it runs without an
     error.
     """
+    check_notebook("score", "nb", nb)
+    check_notebook("score", "teacher", teacher)
+    check_timeout("score", "timeout", timeout)
     graded = _graded(teacher)
+    if not graded:
+        raise NotebookError("score: the teacher's notebook has no graded cells")
     theirs = {grade_id: teacher["cells"][n] for n, grade_id in graded}
     reasons = tampering(nb, teacher)
     checks = _checks(teacher)
@@ -922,9 +1019,9 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{shorten(text, 40)} is not a number of seconds") from None
     if not 0 < value <= MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"{text} must be more than 0 and at most {MAX_TIMEOUT}")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be more than 0 and at most {MAX_TIMEOUT}")
     return value
 
 
@@ -956,13 +1053,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.command == "student-copies":
         try:
             written = write_student_copies(args.source, args.outdir)
-        except (OSError, ValueError) as e:
+        except OSError as e:  # out cannot be written
+            parser.error(f"cannot write {_shown(e.filename or args.outdir)}: {_why(e)}")
+        except ValueError as e:
             parser.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
         for path in written:
             print(path)
         return 0
-    if not args.source.is_dir():
-        parser.error(f"--source {args.source} is not a folder")
+    if not os.path.isdir(args.source):  # os.path's: False for a name too long, where pathlib's raises
+        parser.error(f"--source {_shown(args.source)} is not a folder")
     total_earned = total_possible = 0
     unread = 0
     read: list = []  # every file is read before any notebook runs: none can change the next one or a teacher's
@@ -970,8 +1069,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             nb = read_notebook(path)
             teacher_path = args.source / path.name
-            if not teacher_path.is_file():
-                raise NotebookError(f"{path}: no teacher's notebook named {path.name} in {args.source}")
+            if not teacher_path.exists():  # read_notebook refuses a folder or a FIFO of that name
+                raise NotebookError(f"{_shown(path)}: no teacher's notebook named {_shown(path.name)} "
+                                    f"in {_shown(args.source)}")
             read.append((path, (nb, read_notebook(teacher_path))))
         except (OSError, ValueError) as e:
             read.append((path, e))
@@ -980,10 +1080,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     digests = [_digest(path) for path in teachers]
     for path, notebooks in read:
         if _changed_files(files):
-            parser.error(f"{path}: not graded, nor what follows: an earlier notebook changed the package's files")
+            parser.error(f"{_shown(path)}: not graded, nor what follows: an earlier notebook changed the "
+                         "package's files")
         if [_digest(teacher) for teacher in teachers] != digests:
-            parser.error(f"{path}: not graded, nor what follows: an earlier notebook changed the teacher's notebooks "
-                         f"in {args.source} (restore them before grading again)")
+            parser.error(f"{_shown(path)}: not graded, nor what follows: an earlier notebook changed the teacher's "
+                         f"notebooks in {_shown(args.source)} (restore them before grading again)")
         try:
             if isinstance(notebooks, Exception):
                 raise notebooks
@@ -991,6 +1092,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         except (OSError, ValueError) as e:
             unread += 1
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if isinstance(e, OSError):  # its text repeats the path, which may be long
+                message = f"cannot read {_shown(e.filename or path)}: {_why(e)}"
             print(f"{parser.prog}: error: {message.removeprefix('read_notebook: ')}", file=sys.stderr)
             continue
         total_earned, total_possible = total_earned + result.earned, total_possible + result.possible

@@ -30,6 +30,7 @@ from typing import NamedTuple, Optional, Union
 from urllib.parse import parse_qsl, urlencode
 
 from .cli import OneLineErrorParser, Table, trace_items
+from ..core.checks import check_bool, check_int, check_str, quote_int, shorten
 from ..teaching.display import format_number
 from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
 from ..core.softmax_and_masks import causal_mask
@@ -68,7 +69,7 @@ def _quoted(text: str) -> str:
     """text as typed, in quotes; a long one cut, with its length, so a message stays one line."""
     if len(text) <= MAX_QUOTED:
         return repr(text)
-    return f"{text[:MAX_QUOTED]!r}... ({len(text):,} characters)"
+    return f"{shorten(text, MAX_QUOTED)} ({len(text):,} characters)"
 
 
 def _whole_number(name: str, text: str) -> int:
@@ -119,12 +120,34 @@ def parse_query(query: str) -> Settings:
     return settings
 
 
+def check_settings(func: str, name: str, settings: object) -> Settings:
+    """A Settings the page can draw: what parse_query lets through (the library checks the rest)."""
+    if not isinstance(settings, Settings):
+        raise TypeError(f"{func}: {name} must be a Settings (from parse_query), got {type(settings).__name__}")
+    sentence = check_str(func, f"{name}.sentence", settings.sentence)
+    if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) > MAX_TOKENS:
+        raise ValueError(f"{func}: {name}.sentence has {len(sentence):,} characters and {len(sentence.split()):,} "
+                         f"tokens; this page takes at most {MAX_SENTENCE_CHARS} and {MAX_TOKENS}")
+    for option in ("seed", "heads", "d_model"):
+        value = check_int(func, f"{name}.{option}", getattr(settings, option))
+        if len(str(abs(value))) > MAX_DIGITS:
+            raise ValueError(f"{func}: {name}.{option} is {quote_int(value)}; this page takes at most "
+                             f"{MAX_DIGITS} digits")
+    if settings.d_model > MAX_D_MODEL:
+        raise ValueError(f"{func}: {name}.d_model is {settings.d_model}; this page draws at most {MAX_D_MODEL}")
+    check_bool(func, f"{name}.causal", settings.causal)
+    if settings.digits != 4:
+        raise ValueError(f"{func}: {name}.digits is {shorten(settings.digits)}; the page always shows 4")
+    return settings
+
+
 def query_string(settings: Settings) -> str:
     """The query string that gives these settings back: ``parse_query(query_string(s)) == s``.
 
     >>> query_string(Settings(seed=7, heads=4, causal=True))
     '?sentence=%3CBOS%3E+I+like+transformers+%3CEOS%3E&seed=7&heads=4&d_model=16&causal=1'
     """
+    check_settings("query_string", "settings", settings)
     return "?" + urlencode({"sentence": settings.sentence, "seed": settings.seed, "heads": settings.heads,
                             "d_model": settings.d_model, "causal": int(settings.causal)})
 
@@ -135,6 +158,7 @@ def cli_command(settings: Settings) -> str:
     >>> cli_command(Settings(seed=7, heads=4, causal=True))
     'python -m mha_lists --seed 7 --heads 4 --causal'
     """
+    check_settings("cli_command", "settings", settings)
     default = Settings()
     words = ["python", "-m", "mha_lists"]
     if settings.sentence.split() != default.sentence.split():
@@ -221,6 +245,7 @@ def walkthrough_html(settings: Settings) -> str:
     >>> '>weights, head 1 <span class="shape">(5x5)</span></figcaption>' in walkthrough_html(Settings())
     True
     """
+    check_settings("walkthrough_html", "settings", settings)
     items: list[Union[str, Table]] = trace_items(settings)
     header: list[str] = []
     body: list[str] = []
@@ -283,8 +308,8 @@ def page_update(query: str) -> str:
     ``{"ok": true, "html": ..., "settings": {...}, "query": ..., "command": ...}`` or
     ``{"ok": false, "error": "<the library's message>"}``.
 
-    >>> json.loads(page_update("?sentence=I+like+cats"))["error"]
-    "running_example: 'cats' is not in the vocabulary; the vocabulary is <PAD> <BOS> <EOS> I like transformers"
+    >>> json.loads(page_update("?sentence=I+like+cats"))["error"].split(";")[0]
+    "running_example: 'cats' is not in the vocabulary"
     """
     try:
         settings = parse_query(query)
@@ -341,8 +366,10 @@ def module_files(root: str = "tools/site.py") -> list[str]:
     >>> "tools/site.py" in files and "__init__.py" in files and "tools/bench.py" not in files
     True
     """
-    if not isinstance(root, str) or not root.endswith(".py") or not (PACKAGE_DIR / root).is_file():
-        raise ValueError(f"module_files: root must name a .py file under mha_lists/, like 'tools/site.py'; got {root!r}")
+    ours = {path.relative_to(PACKAGE_DIR).as_posix() for path in PACKAGE_DIR.rglob("*.py")}
+    if not isinstance(root, str) or root not in ours:
+        raise ValueError("module_files: root must name a .py file under mha_lists/, like 'tools/site.py'; "
+                         f"got {shorten(root)}")
     needed: set[str] = set()
     todo = [root]
     while todo:
@@ -363,6 +390,9 @@ def _json_for_script(value: object) -> str:
     return json.dumps(value).replace("</", "<\\/")
 
 
+_PAGE_FILES = ("style.css", "page.js", "index.html")
+
+
 def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL) -> list[pathlib.Path]:
     """Write the static page into outdir (created if missing); return the files written.
 
@@ -371,21 +401,25 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
     Raises ValueError for bad arguments, OSError where outdir cannot be written.
     """
     if not isinstance(outdir, (str, pathlib.Path)) or not str(outdir).strip():
-        raise ValueError(f"build_site: outdir must be a folder path, got {outdir!r}")
+        raise ValueError(f"build_site: outdir must be a folder path, got {shorten(outdir)}")
     if not isinstance(pyodide_url, str) or not pyodide_url.strip():
         raise ValueError("build_site: pyodide_url must be a non-empty URL of the folder holding pyodide.mjs")
     out = pathlib.Path(outdir)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"build_site: outdir {str(outdir)!r} is a file, not a folder")
+        raise ValueError(f"build_site: outdir {shorten(str(outdir), 200)} is a file, not a folder")
     if not pyodide_url.endswith("/"):
         pyodide_url += "/"
     files = module_files()
+    for target in [out / "mha_lists" / name for name in files] + [out / name for name in _PAGE_FILES]:
+        if target.exists() and not target.is_file():  # writing into a FIFO would wait for a reader
+            raise ValueError(f"build_site: {shorten(str(target), 200)} is not a regular file (a folder, a FIFO or "
+                             "a device); it cannot be written over")
     written = []
     for name in files:
         (out / "mha_lists" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PACKAGE_DIR / name, out / "mha_lists" / name)
         written.append(out / "mha_lists" / name)
-    for name in ("style.css", "page.js"):
+    for name in _PAGE_FILES[:2]:
         shutil.copyfile(SITE_FILES / name, out / name)
         written.append(out / name)
     settings = Settings()
@@ -426,8 +460,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ValueError as error:
         parser.error(str(error).removeprefix("build_site: "))
     except OSError as error:
-        where = error.filename or args.outdir
-        parser.error(f"cannot write {where}: {error.strerror or error}")
+        where = str(error.filename or args.outdir)  # as it is, or cut short when long or not printable
+        where = where if len(where) <= 200 and where.isprintable() else shorten(where, 200)
+        parser.error(f"cannot write {where}: {error.strerror or type(error).__name__}")
     print(f"wrote {len(written)} files to {args.outdir}; open {pathlib.Path(args.outdir) / 'index.html'} "
           "through a web server (python -m http.server -d OUTDIR)")
     return 0

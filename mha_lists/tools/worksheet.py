@@ -63,7 +63,7 @@ from typing import NamedTuple, Optional
 
 from .cli import OneLineErrorParser
 from ..teaching.display import format_matrix, format_number
-from ..core.checks import check_matrix, checked, is_number, kind
+from ..core.checks import check_bool, check_matrix, is_number, shorten
 from ..core.matrix import Matrix
 from ..core.attention import AttentionTrace, attention_trace, check_weights
 from ..core.attention import MHAWeights
@@ -91,6 +91,7 @@ MAX_DRAWS = 10_000  # redraws before giving up (the tests show a few suffice)
 # 3.1-3.6 cells a minute; 3 a minute is the slower end, so the estimate errs long.
 CELLS_PER_MINUTE = 3
 PAPERS = {"a4": ("A4", 210.0, 297.0), "letter": ("letter", 215.9, 279.4)}  # @page size, width, height (mm)
+_FORMATS = ("md", "html", "json")
 MARGIN = 10.0  # mm on every side
 
 # Sentences with the kind of each word (N noun or pronoun, V verb); words of at most 6 letters.
@@ -172,18 +173,18 @@ class Worksheet(NamedTuple):
     term: bool  # drawn with a term secret (the secret itself is never kept)
 
 
-# === What the functions take (kinds of argument for @checked) ===
+# === What the functions take ===
 
 
-@kind("worksheet student")
-def _check_student(func: str, name: str, student: object, expected: tuple = ()) -> int:
+def check_student(func: str, name: str, student: object) -> int:
+    """A student's number: a whole number from 1 to MAX_STUDENT."""
     if isinstance(student, bool) or not isinstance(student, int) or not 1 <= student <= MAX_STUDENT:
-        raise ValueError(f"{func}: {name} must be a whole number from 1 to {MAX_STUDENT}, got {student!r}")
+        raise ValueError(f"{func}: {name} must be a whole number from 1 to {MAX_STUDENT}, got {shorten(student)}")
     return student
 
 
-@kind("worksheet term")
-def _check_term(func: str, name: str, term: object, expected: tuple = ()) -> Optional[str]:
+def check_term(func: str, name: str, term: object) -> Optional[str]:
+    """The teacher's secret word, or None: 1-MAX_TERM printable characters, not only spaces."""
     if term is None:
         return None
     if not isinstance(term, str):
@@ -194,31 +195,31 @@ def _check_term(func: str, name: str, term: object, expected: tuple = ()) -> Opt
     return term
 
 
-@kind("worksheet heads")
-def _check_heads(func: str, name: str, heads: object, expected: tuple = ()) -> int:
+def check_heads(func: str, name: str, heads: object) -> int:
+    """Heads on the sheet: 1 to MAX_HEADS."""
     if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= MAX_HEADS:
-        raise ValueError(f"{func}: {name} must be 1-{MAX_HEADS} (more do not fit one page), got {heads!r}")
+        raise ValueError(f"{func}: {name} must be 1-{MAX_HEADS} (more do not fit one page), got {shorten(heads)}")
     return heads
 
 
-@kind("worksheet tokens")
-def _check_tokens(func: str, name: str, tokens: object, expected: tuple = ()) -> int:
+def check_tokens(func: str, name: str, tokens: object) -> int:
+    """Tokens on the sheet: MIN_TOKENS to MAX_TOKENS."""
     if isinstance(tokens, bool) or not isinstance(tokens, int) or not MIN_TOKENS <= tokens <= MAX_TOKENS:
         raise ValueError(f"{func}: {name} must be {MIN_TOKENS}-{MAX_TOKENS} (a quarter turn per position), "
-                         f"got {tokens!r}")
+                         f"got {shorten(tokens)}")
     return tokens
 
 
-@kind("worksheet steps")
-def _check_steps(func: str, name: str, steps: object, expected: tuple = ()) -> tuple:
+def check_steps(func: str, name: str, steps: object) -> tuple:
     """Some of STEP_NAMES, each once; return them in working order."""
     if isinstance(steps, str) or not isinstance(steps, (list, tuple)) or not steps:
-        raise ValueError(f"{func}: {name} must be a non-empty list of {', '.join(STEP_NAMES)}, got {steps!r}")
+        raise ValueError(f"{func}: {name} must be a non-empty list of {', '.join(STEP_NAMES)}, got {shorten(steps)}")
     for s in steps:
         if not isinstance(s, str) or s not in STEP_NAMES:
-            raise ValueError(f"{func}: {name} holds {s!r}; each step must be one of {', '.join(STEP_NAMES)}")
+            raise ValueError(f"{func}: {name} holds {shorten(s)}; each step must be one of {', '.join(STEP_NAMES)}")
     if len(set(steps)) != len(steps):
-        raise ValueError(f"{func}: {name} names a step twice: {', '.join(steps)}")
+        twice = next(s for i, s in enumerate(steps) if s in steps[:i])
+        raise ValueError(f"{func}: {name} names a step twice: {twice}")
     return _in_order(steps)
 
 
@@ -226,16 +227,15 @@ def _in_order(steps: Sequence[str]) -> tuple:
     return tuple(s for s in STEP_NAMES if s in steps)
 
 
-@kind("worksheet paper")
-def _check_paper(func: str, name: str, paper: object, expected: tuple = ()) -> str:
+def check_paper(func: str, name: str, paper: object) -> str:
+    """A page size: one of PAPERS."""
     if not isinstance(paper, str) or paper not in PAPERS:
-        raise ValueError(f"{func}: {name} must be one of {', '.join(PAPERS)}, got {paper!r}")
+        raise ValueError(f"{func}: {name} must be one of {', '.join(PAPERS)}, got {shorten(paper)}")
     return paper
 
 
-@kind("worksheet")
-def _check_worksheet(func: str, name: str, ws: object, expected: tuple = ()) -> None:
-    """A Worksheet as worksheet(N) or paper_worksheet() made it."""
+def check_worksheet(func: str, name: str, ws: object) -> None:
+    """A Worksheet as worksheet(N) or paper_worksheet() made it (its answers are worked out again to see)."""
     if not isinstance(ws, Worksheet):
         raise TypeError(f"{func}: {name} must be a Worksheet (from worksheet(N) or paper_worksheet()), "
                         f"got {type(ws).__name__}")
@@ -254,8 +254,8 @@ def _as_made(ws: Worksheet) -> bool:
         T, d_model = check_matrix("worksheet", "x", ws.x, finite=True)
         dims = check_weights("worksheet", "weights", ws.weights)
         if ws.student is not None:
-            _check_student("worksheet", "student", ws.student)
-        if _check_steps("worksheet", "steps", ws.steps) != ws.steps:
+            check_student("worksheet", "student", ws.student)
+        if check_steps("worksheet", "steps", ws.steps) != ws.steps:
             return False
     except (TypeError, ValueError):  # each of them says what is wrong; here it is enough to know that it is
         return False
@@ -337,13 +337,13 @@ def _draw(rng: random.Random, heads: int, tokens: int) -> tuple[list[str], list[
     return sentence, features, _x(tokens, features), weights, [h[0] for h in drawn], [h[1] for h in drawn]
 
 
-@checked(ws="worksheet")
 def degenerate(ws: Worksheet) -> list[str]:
     """What falls below the floor: all-zero columns of Q, K, V; heads with two or more uniform rows.
 
     >>> degenerate(worksheet(1))
     []
     """
+    check_worksheet("degenerate", "ws", ws)
     found = []
     for name, group in (("Q", ws.trace.Q), ("K", ws.trace.K), ("V", ws.trace.V)):
         for h, M in enumerate(group):
@@ -370,8 +370,6 @@ def _pencil_friendly(ws: Worksheet) -> bool:
     return len(ws.table) <= MAX_TABLE and not degenerate(ws)
 
 
-@checked(student="worksheet student", term="optional worksheet term", heads="worksheet heads",
-         tokens="worksheet tokens", steps="worksheet steps")
 def worksheet(student: int, *, term: Optional[str] = None, heads: int = 2, tokens: int = 3,
               steps: Sequence[str] = STEP_NAMES) -> Worksheet:
     """Student N's problem (``tokens`` tokens, ``heads`` heads, each with a job) and its answers.
@@ -384,7 +382,11 @@ def worksheet(student: int, *, term: Optional[str] = None, heads: int = 2, token
     >>> worksheet(1, term="oak").x == ws.x, worksheet(1, term="oak").weights == ws.weights
     (True, False)
     """
-    steps = _in_order(steps)
+    check_student("worksheet", "student", student)
+    check_term("worksheet", "term", term)
+    check_heads("worksheet", "heads", heads)
+    check_tokens("worksheet", "tokens", tokens)
+    steps = check_steps("worksheet", "steps", steps)
     rng = _rng(f"worksheet/{heads}-heads/{tokens}-tokens", student, term)
     for _ in range(MAX_DRAWS):
         sentence, features, x, weights, jobs, carries = _draw(rng, heads, tokens)
@@ -438,7 +440,6 @@ def _asked(ws: Worksheet) -> list[tuple[str, Optional[int], int, int]]:
     return out
 
 
-@checked(ws="worksheet")
 def answer_cells(ws: Worksheet) -> int:
     """How many numbers the student writes: every cell of every matrix asked.
 
@@ -447,6 +448,7 @@ def answer_cells(ws: Worksheet) -> int:
     >>> answer_cells(worksheet(1, steps=["scores", "softmax"]))
     36
     """
+    check_worksheet("answer_cells", "ws", ws)
     return sum(rows * cols for _, _, rows, cols in _asked(ws))
 
 
@@ -463,13 +465,13 @@ def _size_line(ws: Worksheet) -> str:
 # === JSON ===
 
 
-@checked(ws="worksheet")
 def as_json(ws: Worksheet) -> dict:
     """The problem and every answer as plain lists: Q, K, V and raw scores as ints, scores scaled.
 
     >>> sorted(as_json(worksheet(1))["answers"])
     ['K', 'Q', 'V', 'attention', 'concat', 'head_outputs', 'output', 'raw_scores', 'scores']
     """
+    check_worksheet("as_json", "ws", ws)
     t = ws.trace
     return {
         "student": ws.student,
@@ -580,7 +582,6 @@ def _given(ws: Worksheet) -> list[tuple[str, Matrix, list[str], list[str], int]]
     return items
 
 
-@checked(ws="worksheet", key="bool")
 def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
     """Student N's sheet as Markdown; with ``key=True`` every intermediate answer follows.
 
@@ -589,6 +590,8 @@ def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
     >>> "## Answer key" in to_markdown(worksheet(1)), "## Answer key" in to_markdown(worksheet(1), key=True)
     (False, True)
     """
+    check_worksheet("to_markdown", "ws", ws)
+    check_bool("to_markdown", "key", key)
     out = [f"# Multi-head attention on paper: {_name(ws)}", "",
            f"Sentence: **{' '.join(ws.tokens)}**. {_facts(ws)}.", ""]
     for paragraph in _story(ws):
@@ -873,28 +876,29 @@ def _document(title: str, paper_size: str, pages: list[str]) -> str:
             + "\n</body>\n</html>\n")
 
 
-@checked(ws="worksheet")
 def page_heights(ws: Worksheet) -> tuple[float, float]:
     """The worked-out heights (mm) of the sheet's page and of its key's page (the same on every paper)."""
+    check_worksheet("page_heights", "ws", ws)
     return _sheet_page(ws)[1], _key_page(ws)[1]
 
 
-@checked(ws="worksheet", paper="worksheet paper")
 def fits_one_page(ws: Worksheet, paper: str = "a4") -> bool:
     """True when the sheet and its key each fit one page of ``paper`` (a4 or letter)."""
-    _, _, limit = _paper(paper)
+    check_worksheet("fits_one_page", "ws", ws)
+    _, _, limit = _paper(check_paper("fits_one_page", "paper", paper))
     return max(page_heights(ws)) <= limit
 
 
-@kind("worksheets")
-def _check_sheets(func: str, name: str, sheets: object, expected: tuple = ()) -> None:
+def check_sheets(func: str, name: str, sheets: object) -> None:
+    """A non-empty list of Worksheets, each as made (at most MAX_SHEETS of them)."""
     if not isinstance(sheets, (list, tuple)) or not sheets:
         raise ValueError(f"{func}: {name} must be a non-empty list of Worksheets")
+    if len(sheets) > MAX_SHEETS:
+        raise ValueError(f"{func}: {name} holds {len(sheets):,} Worksheets; at most {MAX_SHEETS:,} at a time")
     for i, ws in enumerate(sheets):
-        _check_worksheet(func, f"{name}[{i}]", ws)
+        check_worksheet(func, f"{name}[{i}]", ws)
 
 
-@checked(sheets="worksheets", key="bool", paper="worksheet paper")
 def to_html(sheets: Sequence[Worksheet], *, key: bool = False, paper: str = "a4") -> str:
     """A print-ready page: each student's sheet on its own page; with ``key=True`` the keys
     follow, each on its own page, after all the sheets (print the first pages for the class).
@@ -903,7 +907,9 @@ def to_html(sheets: Sequence[Worksheet], *, key: bool = False, paper: str = "a4"
     >>> page.count('<section class="page">'), page.count('<section class="page key">'), "size: letter" in page
     (2, 2, True)
     """
-    size, _, _ = _paper(paper)
+    check_sheets("to_html", "sheets", sheets)
+    check_bool("to_html", "key", key)
+    size, _, _ = _paper(check_paper("to_html", "paper", paper))
     pages = [_sheet_page(ws)[0] for ws in sheets]
     if key:
         pages += [_key_page(ws)[0] for ws in sheets]
@@ -1010,7 +1016,6 @@ def _q_parameters(rng: random.Random) -> Question:
                     f"4 * {d_model}^2{f' + 4 * {d_model}' if bias else ''} = {count:,}; no, not on the heads")
 
 
-@checked(student="worksheet student", term="optional worksheet term")
 def exam(student: int, *, term: Optional[str] = None) -> Exam:
     """Student N's exam: one score, one softmax row, a masked row, a shape, a parameter count.
 
@@ -1018,6 +1023,8 @@ def exam(student: int, *, term: Optional[str] = None) -> Exam:
     >>> [q.id for q in ex.questions], ex == exam(3), exam(3, term="oak") == ex
     (['score', 'softmax', 'masked', 'shape', 'parameters'], True, False)
     """
+    check_student("exam", "student", student)
+    check_term("exam", "term", term)
     rng = _rng("exam", student, term)
     questions = [_q_score(rng), _row_question(rng, False), _row_question(rng, True), _q_shape(rng),
                  _q_parameters(rng)]
@@ -1027,8 +1034,7 @@ def exam(student: int, *, term: Optional[str] = None) -> Exam:
 _QUESTION_IDS = ("score", "softmax", "masked", "shape", "parameters")
 
 
-@kind("exam")
-def _check_exam(func: str, name: str, ex: object, expected: tuple = ()) -> None:
+def check_exam(func: str, name: str, ex: object) -> None:
     """An Exam as exam(N) made it: five questions whose parts the pages print."""
     if not isinstance(ex, Exam):
         raise TypeError(f"{func}: {name} must be an Exam (from exam(N)), got {type(ex).__name__}")
@@ -1055,9 +1061,9 @@ def _exam_as_made(ex: Exam) -> bool:
     return True
 
 
-@checked(ex="exam")
 def exam_json(ex: Exam) -> dict:
     """The exam's questions and answers as plain lists and numbers."""
+    check_exam("exam_json", "ex", ex)
     return {"student": ex.student, "with_term": ex.term,
             "questions": [{"id": q.id, "title": q.title, "prompt": q.prompt, "given": q.given, "answer": q.answer}
                           for q in ex.questions]}
@@ -1066,13 +1072,14 @@ def exam_json(ex: Exam) -> dict:
 _EXAM_NOTE = "Show your working. Weights to 2 decimals; count a weight right when it is within 0.01."
 
 
-@checked(ex="exam", key="bool")
 def exam_markdown(ex: Exam, *, key: bool = False) -> str:
     """The exam as Markdown; with ``key=True`` the answers follow.
 
     >>> exam_markdown(exam(1)).splitlines()[0]
     '# Multi-head attention exam: student 1'
     """
+    check_exam("exam_markdown", "ex", ex)
+    check_bool("exam_markdown", "key", key)
     out = [f"# Multi-head attention exam: student {ex.student}", "", _EXAM_NOTE, ""]
     for n, q in enumerate(ex.questions, 1):
         out += [f"{n}. **{q.title}.** {q.prompt}", ""]
@@ -1115,18 +1122,21 @@ def _exam_key_page(ex: Exam) -> str:
     return "\n".join(out)
 
 
-@kind("exams")
-def _check_exams(func: str, name: str, exams: object, expected: tuple = ()) -> None:
+def check_exams(func: str, name: str, exams: object) -> None:
+    """A non-empty list of Exams, each as made (at most MAX_SHEETS of them)."""
     if not isinstance(exams, (list, tuple)) or not exams:
         raise ValueError(f"{func}: {name} must be a non-empty list of Exams")
+    if len(exams) > MAX_SHEETS:
+        raise ValueError(f"{func}: {name} holds {len(exams):,} Exams; at most {MAX_SHEETS:,} at a time")
     for i, ex in enumerate(exams):
-        _check_exam(func, f"{name}[{i}]", ex)
+        check_exam(func, f"{name}[{i}]", ex)
 
 
-@checked(exams="exams", key="bool", paper="worksheet paper")
 def exam_html(exams: Sequence[Exam], *, key: bool = False, paper: str = "a4") -> str:
     """A print-ready page: one exam per page; with ``key=True`` the keys follow, one per page."""
-    size, _, _ = _paper(paper)
+    check_exams("exam_html", "exams", exams)
+    check_bool("exam_html", "key", key)
+    size, _, _ = _paper(check_paper("exam_html", "paper", paper))
     pages = [_exam_page(ex) for ex in exams] + ([_exam_key_page(ex) for ex in exams] if key else [])
     who = f"student {exams[0].student}" if len(exams) == 1 else f"students {exams[0].student}-{exams[-1].student}"
     return _document(f"Multi-head attention exam: {who}{' with keys' if key else ''}", size, pages)
@@ -1141,7 +1151,7 @@ def _student(text: str) -> int:
     except ValueError:
         value = None
     if value is None:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a whole number from 1 to {MAX_STUDENT}")
+        raise argparse.ArgumentTypeError(f"{shorten(text, 24)} is not a whole number from 1 to {MAX_STUDENT}")
     if not 1 <= value <= MAX_STUDENT:
         raise argparse.ArgumentTypeError(f"{value} is not a student number from 1 to {MAX_STUDENT}")
     return value
@@ -1150,18 +1160,19 @@ def _student(text: str) -> int:
 def _students(text: str) -> list[int]:
     first, sep, last = text.partition("-")
     if not sep:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a range like 1-30")
+        raise argparse.ArgumentTypeError(f"{shorten(text, 24)} is not a range like 1-30")
     a, b = _student(first), _student(last)
     if a > b:
-        raise argparse.ArgumentTypeError(f"{text!r} runs backwards; write the smaller number first")
+        raise argparse.ArgumentTypeError(f"{shorten(text, 40)} runs backwards; write the smaller number first")
     if b - a >= MAX_SHEETS:
-        raise argparse.ArgumentTypeError(f"{text!r} is {b - a + 1} students; print at most {MAX_SHEETS} at a time")
+        raise argparse.ArgumentTypeError(f"{shorten(text, 40)} is {b - a + 1} students; "
+                                         f"print at most {MAX_SHEETS} at a time")
     return list(range(a, b + 1))
 
 
 def _term(text: str) -> str:
     try:
-        return _check_term("--term", "term", text)
+        return check_term("--term", "term", text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"the term must be 1-{MAX_TERM} printable characters, not only spaces "
                                          f"(got {len(text)})") from None
@@ -1174,7 +1185,7 @@ def _bounded(low: int, high: int, why: str):
         except ValueError:
             value = None
         if value is None or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text[:20]!r} is not {low}-{high} ({why})")
+            raise argparse.ArgumentTypeError(f"{shorten(text, 24)} is not {low}-{high} ({why})")
         return value
     return parse
 
@@ -1182,7 +1193,7 @@ def _bounded(low: int, high: int, why: str):
 def _steps(text: str) -> tuple:
     names = [s.strip() for s in text.split(",")]
     try:
-        return _check_steps("--steps", "steps", names)
+        return check_steps("--steps", "steps", names)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e).removeprefix("--steps: ")) from None
 
@@ -1192,7 +1203,13 @@ _EXAMPLE = "00a"  # what a bare --paper means: the example of notebook 00a (its 
 
 def _paper_size(text: str) -> str:
     if text not in PAPERS and text != _EXAMPLE:  # argparse passes the bare --paper's const through here too
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a paper size; choose a4 or letter")
+        raise argparse.ArgumentTypeError(f"{shorten(text, 24)} is not a paper size; choose a4 or letter")
+    return text
+
+
+def _format(text: str) -> str:
+    if text not in _FORMATS:
+        raise argparse.ArgumentTypeError(f"{shorten(text, 24)} is not a format; choose md, html or json")
     return text
 
 
@@ -1218,7 +1235,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the page size (default a4); a sheet and its key each fit one page of it. "
                              "A bare --paper, the older spelling of --example, prints the example of 00a")
     parser.add_argument("--key", action="store_true", help="add every answer")
-    parser.add_argument("--format", choices=["md", "html", "json"], default="md",
+    parser.add_argument("--format", type=_format, default="md", metavar="md|html|json",
                         help="md (default), html (print-ready, one student per page) or json "
                              "(always with the answers)")
     return parser
@@ -1245,11 +1262,7 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
     args.paper = args.paper or "a4"
 
 
-_FORMATS = ("md", "html", "json")
-
-
-@kind("worksheet arguments")
-def _check_arguments(func: str, name: str, args: object, expected: tuple = ()) -> None:
+def check_arguments(func: str, name: str, args: object) -> None:
     """What build_parser() parsed and _validate completed: one of --student, --students, --example; each
     option's value as the parser allows it."""
     if not isinstance(args, argparse.Namespace):
@@ -1259,28 +1272,29 @@ def _check_arguments(func: str, name: str, args: object, expected: tuple = ()) -
                                                                 "heads", "tokens", "steps", "paper", "key", "format")}
     for option in ("example", "exam", "key"):
         if not isinstance(given[option], bool):
-            raise TypeError(f"{func}: {name}.{option} must be True or False, got {given[option]!r}")
+            raise TypeError(f"{func}: {name}.{option} must be True or False, got {shorten(given[option])}")
     if given["format"] not in _FORMATS:
-        raise ValueError(f"{func}: {name}.format must be one of {', '.join(_FORMATS)}, got {given['format']!r:.40}")
+        raise ValueError(f"{func}: {name}.format must be one of {', '.join(_FORMATS)}, "
+                         f"got {shorten(given['format'], 40)}")
     students = given["students"] or []
     if not isinstance(students, list) or len(students) > MAX_SHEETS:
         raise ValueError(f"{func}: {name}.students must be a list of at most {MAX_SHEETS} student numbers")
     for n in students:
-        _check_student(func, f"{name}.students[]", n)
+        check_student(func, f"{name}.students[]", n)
     if given["student"] is not None:
-        _check_student(func, f"{name}.student", given["student"])
+        check_student(func, f"{name}.student", given["student"])
     if (given["student"] is not None) + bool(students) + given["example"] != 1:
         raise ValueError(f"{func}: {name} must name one of student, students and example")
-    _check_term(func, f"{name}.term", given["term"])
-    _check_heads(func, f"{name}.heads", given["heads"])
-    _check_tokens(func, f"{name}.tokens", given["tokens"])
-    _check_steps(func, f"{name}.steps", given["steps"])
-    _check_paper(func, f"{name}.paper", given["paper"])
+    check_term(func, f"{name}.term", given["term"])
+    check_heads(func, f"{name}.heads", given["heads"])
+    check_tokens(func, f"{name}.tokens", given["tokens"])
+    check_steps(func, f"{name}.steps", given["steps"])
+    check_paper(func, f"{name}.paper", given["paper"])
 
 
-@checked(args="worksheet arguments")
 def render(args: argparse.Namespace) -> str:
     """What ``main`` prints for parsed (and validated) arguments; ValueError if a page would overflow."""
+    check_arguments("render", "args", args)
     numbers = [args.student] if args.student is not None else args.students
     many = bool(args.students)
     if args.exam:
