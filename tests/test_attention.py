@@ -1,18 +1,103 @@
-"""Multi-head attention: hand-worked cases, invariants, an independent implementation, errors."""
+"""core/attention.py: one head and many. Hand-worked cases, invariants, an independent implementation,
+the messages, the limits on length and work, and no mutation."""
 
 import copy
 import math
+import time
 
 import pytest
 
-from mha_lists import (MHAWeights, ShapeError, attention_trace, causal_mask, combine_masks,
-                       concat_heads, init_mha_weights, matmul,
-                       multi_head_attention, padding_mask, running_example,
-                       softmax, softmax_rows, split_heads)
-from mha_lists.core.softmax_and_masks import length_mask
-from mha_lists.core.attention import kv_head_for
-from mha_lists.core.softmax_and_masks import entropy
+from mha_lists import (MHAWeights, ShapeError, attention, attention_trace, causal_mask, combine_masks, concat_heads,
+                       init_mha_weights, matmul, multi_head_attention, padding_mask, running_example, softmax_rows,
+                       split_heads)
+from mha_lists.core import attention as attention_module
+from mha_lists.core.attention import (MAX_WORK, check_weights, head_loop, kv_head_for, linear, multiply_adds,
+                                      one_head)
+from mha_lists.core.softmax_and_masks import MAX_MASK_SIDE
 from mha_lists.teaching.weights import derive_rng
+from test_checks import assert_no_mutation, finite_everywhere, refused
+
+NAN, INF = math.nan, math.inf
+OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
+W4 = init_mha_weights(4, 2, seed=0)  # d_model 4, 2 heads of width 2
+X3 = [[0.1, 0.2, 0.3, 0.4], [0.5, -0.6, 0.7, 0.8], [0.0, 1.0, -1.0, 0.5]]
+
+# Every message this module writes itself, once (the shared ones are in test_checks.py).
+MESSAGES = {
+    "Q K widths": "{func}: Q is {T}x{d_k} and K is {T_k}x{d_k_K}; queries and keys must have the same width d_k "
+                  "to be multiplied",
+    "K V rows": "{func}: K is {T_k}x{d_k} and V is {T_v}x{d_v}; there must be one value row per key row",
+    "too many tokens": "{func}: {name} has {rows} rows; attention here takes at most 4,096 tokens",
+    "too much work": "{func}: these sizes take {work} multiply-adds; one call here does at most 200,000,000 "
+                     "(about ten seconds): use fewer tokens or a smaller d_model",
+    "scores overflow": "{func}: the scores Q K^T are too large: " + OVERFLOW,
+    "products overflow": "{func}: the products are too large: " + OVERFLOW,
+    "x width": "{func}: {name} is {rows}x{cols} but the weights expect d_model = {d_model} columns",
+    "not weights": "{func}: {name} must be an MHAWeights, got {type}",
+    "W_Q W_K": "{func}: W_Q heads are {q} but W_K heads are {k}; queries and keys must have the same width d_k "
+               "to be multiplied",
+    "W_K W_V": "{func}: W_K has {g} heads of {k} but W_V has {g_V} heads of {v}; keys and values need the same "
+               "number of heads and d_model rows",
+    "heads divide": "{func}: {h} query heads and {g} key/value heads; num_kv_heads must divide num_heads",
+    "W_O": "{func}: W_O is {shape}; it must be (num_heads * d_v) x d_model = {need} ({h} heads of width {d_v})",
+    "bias count": "{func}: {name} has {n} vectors; it needs one per head ({count})",
+    "bias width": "{func}: {name} has {n} entries; it must have {width}",
+    "kv_head_for divide": "kv_head_for: num_kv_heads {g} does not divide num_heads {h}; each key/value head must "
+                          "serve the same number of query heads",
+    "kv_head_for h": "kv_head_for: h is {h}; a query head is numbered 0 to {last}",
+    "linear X W": "linear: X is {n}x{d_in} and W is {d_in_W}x{d_out}; X's columns ({d_in}) must equal W's rows ({d_in_W})",
+    "linear b": "linear: W is {d_in}x{d_out} and b has {n} entries; b needs one entry per column of W ({d_out})",
+    "multiply_adds divide": "multiply_adds: d_model {d_model} is not divisible by num_heads {h}; pass d_k and d_v",
+}
+
+BIG = [[1.0] * 100] * 4096
+BAD_CALLS = {
+    "Q K widths": (ShapeError, lambda: attention([[1.0]], [[1.0, 2.0]], [[1.0]]),
+                   dict(func="attention", T=1, d_k=1, T_k=1, d_k_K=2)),
+    "K V rows": (ShapeError, lambda: attention([[1.0]], [[1.0]], [[1.0], [2.0]]),
+                 dict(func="attention", T_k=1, d_k=1, T_v=2, d_v=1)),
+    "too many tokens": (ValueError, lambda: multi_head_attention([[0.0] * 4] * 4097, W4),
+                        dict(func="multi_head_attention", name="x", rows="4,097")),
+    "too much work": (ValueError, lambda: attention(BIG, BIG, BIG), dict(func="attention", work="3,355,443,200")),
+    "scores overflow": (ValueError, lambda: attention([[1e200]], [[1e200]], [[1.0]]), dict(func="attention")),
+    "products overflow": (ValueError, lambda: linear([[1e200]], [[1e200]]), dict(func="linear")),
+    "x width": (ShapeError, lambda: multi_head_attention(X3, W4, context=[[0.0] * 3] * 3),
+                dict(func="multi_head_attention", name="context", rows=3, cols=3, d_model=4)),
+    "not weights": (TypeError, lambda: multi_head_attention(X3, "w"),
+                    dict(func="multi_head_attention", name="weights", type="str")),
+    "W_Q W_K": (ShapeError, lambda: multi_head_attention(X3, W4._replace(W_K=[[[0.0] * 3] * 4] * 2)),
+                dict(func="multi_head_attention", q="4x2", k="4x3")),
+    "W_K W_V": (ShapeError, lambda: attention_trace(X3, W4._replace(W_V=W4.W_V[:1])),
+                dict(func="attention_trace", g=2, k="4x2", g_V=1, v="4x2")),
+    "heads divide": (ShapeError, lambda: multi_head_attention(X3, W4._replace(W_Q=W4.W_Q * 2, W_K=W4.W_K * 2 + W4.W_K[:1],
+                                                                              W_V=W4.W_V * 2 + W4.W_V[:1])),
+                     dict(func="multi_head_attention", h=4, g=5)),
+    "W_O": (ShapeError, lambda: multi_head_attention(X3, W4._replace(W_O=W4.W_O[:3])),
+            dict(func="multi_head_attention", shape="3x4", need="4x4", h=2, d_v=2)),
+    "bias count": (ShapeError, lambda: multi_head_attention(X3, W4._replace(b_K="zeros")),
+                   dict(func="multi_head_attention", name="weights.b_K", n="str", count=2)),
+    "bias width": (ShapeError, lambda: multi_head_attention(X3, W4._replace(b_V=[[0.0] * 2, [0.0] * 3])),
+                   dict(func="multi_head_attention", name="weights.b_V[1]", n=3, width=2)),
+    "kv_head_for divide": (ShapeError, lambda: kv_head_for(0, 8, 3), dict(g=3, h=8)),
+    "kv_head_for h": (ValueError, lambda: kv_head_for(-1, 2, 1), dict(h=-1, last=1)),
+    "linear X W": (ShapeError, lambda: linear([[1.0, 2.0]], [[1.0, 2.0]]), dict(n=1, d_in=2, d_in_W=1, d_out=2)),
+    "linear b": (ShapeError, lambda: linear([[1.0]], [[1.0, 2.0]], [1.0]), dict(d_in=1, d_out=2, n=1)),
+    "multiply_adds divide": (ShapeError, lambda: multiply_adds(4, 10, 3, d_k=2), dict(d_model=10, h=3)),
+}
+
+
+def test_every_template_has_a_bad_call():
+    assert sorted(MESSAGES) == sorted(BAD_CALLS)
+
+
+@pytest.mark.parametrize("key", MESSAGES)
+def test_message(key):
+    error, call, fields = BAD_CALLS[key]
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value) == MESSAGES[key].format(**fields)
+
 
 # === An independent forward pass: explicit loops, builtin arithmetic, no shared code ===
 
@@ -58,50 +143,6 @@ def assert_close(A, B, tol=1e-12):
 def random_x(T, d_model, seed=3, name="x"):
     rng = derive_rng(seed, name)
     return [[rng.gauss(0, 1) for _ in range(d_model)] for _ in range(T)]
-
-
-# === Softmax ===
-
-
-def test_softmax_by_hand():
-    # exp(0) = 1 and exp(ln 3) = 3, so the weights are 1/4 and 3/4.
-    p = softmax([0.0, math.log(3)])
-    assert p[0] == pytest.approx(0.25) and p[1] == pytest.approx(0.75)
-    assert softmax([2.0, 2.0, 2.0, 2.0]) == [0.25, 0.25, 0.25, 0.25]
-
-
-def test_softmax_is_stable_and_shift_invariant():
-    big = softmax([1000.0, 1001.0, 1002.0])
-    small = softmax([0.0, 1.0, 2.0])
-    assert big == pytest.approx(small)
-    assert all(math.isfinite(p) for p in big)
-
-
-def test_softmax_rows_sum_to_one():
-    rows = softmax_rows(random_x(6, 9))
-    for row in rows:
-        assert math.fsum(row) == pytest.approx(1.0, abs=1e-15)
-        assert all(p > 0 for p in row)
-
-
-def test_softmax_masked_entries_are_exactly_zero():
-    assert softmax([1.0, float("-inf"), 3.0])[1] == 0.0
-
-
-def test_softmax_errors():
-    with pytest.raises(ValueError, match=r"softmax: every score is -inf"):
-        softmax([float("-inf")] * 3)
-    with pytest.raises(ValueError, match=r"softmax_rows: row 1: every score is -inf"):
-        softmax_rows([[0.0, 1.0], [float("-inf"), float("-inf")]])
-    with pytest.raises(ValueError, match=r"softmax: v\[0\] is nan"):
-        softmax([float("nan"), 1.0])
-    with pytest.raises(ShapeError, match=r"softmax: v is empty"):
-        softmax([])
-
-
-def test_entropy():
-    assert entropy([0.25] * 4) == pytest.approx(math.log(4))
-    assert entropy([1.0, 0.0, 0.0]) == 0.0
 
 
 # === Hand-worked attention ===
@@ -263,16 +304,6 @@ def test_gqa_query_heads_share_key_value_heads():
 
 # === Masks ===
 
-
-def test_mask_builders():
-    assert causal_mask(2) == [[True, False], [True, True]]
-    assert padding_mask([1, 3, 0, 0], 0)[2] == [True, True, False, False]
-    assert padding_mask([1, 0], 0, num_queries=3) == [[True, False]] * 3
-    assert length_mask(2, 4) == padding_mask([1, 3, 0, 0], 0)
-    assert combine_masks(causal_mask(3), length_mask(2, 3)) == [
-        [True, False, False], [True, True, False], [True, True, False]]
-
-
 def test_padding_does_not_change_real_tokens():
     ex = running_example()
     short = running_example(sentence="<BOS> I like <EOS>")
@@ -287,66 +318,123 @@ def test_padding_does_not_change_real_tokens():
     assert all(row[4] == 0.0 and row[5] == 0.0 for h in range(2) for row in t.attention[h])
 
 
+
+# === Bad input at the public entry points: the function and the argument ===
+
+
 def test_mask_errors():
     ex = running_example()
-    with pytest.raises(ShapeError, match=r"multi_head_attention: mask is 4x5; it must be \(queries, keys\) = 5x5"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: mask is 4x5"):
         multi_head_attention(ex.x, ex.weights, mask=[[True] * 5] * 4)
     bad = causal_mask(5)
     bad[2] = [False] * 5
-    with pytest.raises(ValueError, match=r"multi_head_attention: mask row 2 is all False"):
+    with pytest.raises(ValueError, match=r"^multi_head_attention: mask row 2 is all False"):
         multi_head_attention(ex.x, ex.weights, mask=bad)
-    with pytest.raises(TypeError, match=r"attention_trace: mask\[0\]\[0\] is 1; mask entries must be True"):
+    with pytest.raises(TypeError, match=r"^attention_trace: mask\[0\]\[0\] is 1"):
         attention_trace(ex.x, ex.weights, mask=[[1] * 5] * 5)
-    with pytest.raises(ValueError, match=r"padding_mask: every token id is the pad id 0"):
-        padding_mask([0, 0], 0)
-    with pytest.raises(ShapeError, match=r"combine_masks: masks\[0\] is 2x2 but masks\[1\] is 3x3"):
-        combine_masks(causal_mask(2), causal_mask(3))
-    with pytest.raises(ValueError, match=r"causal_mask: seq_len must be a positive int"):
-        causal_mask(0)
 
 
-# === Bad input at the public entry points ===
-
-
-def test_input_errors_name_the_function_the_shapes_and_the_rule():
+def test_input_errors_name_the_function_and_the_argument():
     ex = running_example()
     w, x = ex.weights, ex.x
-    with pytest.raises(ShapeError, match=r"multi_head_attention: x is 5x8 but the weights expect d_model = 16"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: x is 5x8"):
         multi_head_attention([row[:8] for row in x], w)
-    with pytest.raises(ShapeError, match=r"attention_trace: x is ragged: row 0 has 16 entries but row 1 has 15"):
+    with pytest.raises(ShapeError, match=r"^attention_trace: x is ragged"):
         attention_trace([x[0], x[1][:15]], w)
-    with pytest.raises(ShapeError, match=r"multi_head_attention: x is empty"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: x is empty"):
         multi_head_attention([], w)
-    with pytest.raises(ValueError, match=r"multi_head_attention: x\[1\]\[3\] is nan; entries must be finite"):
-        multi_head_attention([x[0], x[1][:3] + [float("nan")] + x[1][4:]], w)
-    with pytest.raises(ValueError, match=r"x\[0\]\[0\] is inf"):
-        multi_head_attention([[float("inf")] + x[0][1:]], w)
-    with pytest.raises(TypeError, match=r"multi_head_attention: x\[0\]\[0\] is '1'"):
+    with pytest.raises(ValueError, match=r"^multi_head_attention: x\[1\]\[3\] is nan"):
+        multi_head_attention([x[0], x[1][:3] + [NAN] + x[1][4:]], w)
+    with pytest.raises(ValueError, match=r"^multi_head_attention: x\[0\]\[0\] is inf"):
+        multi_head_attention([[INF] + x[0][1:]], w)
+    with pytest.raises(TypeError, match=r"^multi_head_attention: x\[0\]\[0\] is '1'"):
         multi_head_attention([["1"] + x[0][1:]], w)
-    with pytest.raises(ShapeError, match=r"attention_trace: context is 5x8 but the weights expect d_model = 16"):
+    with pytest.raises(ShapeError, match=r"^attention_trace: context is 5x8"):
         attention_trace(x, w, context=[row[:8] for row in x])
-    with pytest.raises(TypeError, match=r"multi_head_attention: weights must be an MHAWeights"):
+    with pytest.raises(TypeError, match=r"^multi_head_attention: weights must be an MHAWeights"):
         multi_head_attention(x, {"W_Q": w.W_Q})
-    with pytest.raises(ValueError, match=r"multi_head_attention: scale must be a positive finite number"):
+    with pytest.raises(ValueError, match=r"^multi_head_attention: scale must be a positive finite number"):
         multi_head_attention(x, w, scale=0)
 
 
 def test_weight_shape_errors():
-    w = running_example().weights
-    x = running_example().x
-    with pytest.raises(ShapeError, match=r"weights.W_Q\[0\] is 16x8 but weights.W_Q\[1\] is 16x4; every head must have the same shape"):
+    ex = running_example()
+    w, x = ex.weights, ex.x
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: weights.W_Q\[0\] is 16x8 but weights.W_Q\[1\]"):
         multi_head_attention(x, w._replace(W_Q=[w.W_Q[0], [row[:4] for row in w.W_Q[1]]]))
-    with pytest.raises(ShapeError, match=r"W_O is 15x16; it must be \(num_heads \* d_v\) x d_model = 16x16"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: W_O is 15x16"):
         multi_head_attention(x, w._replace(W_O=w.W_O[:15]))
-    with pytest.raises(ShapeError, match=r"W_Q heads are 16x8 but W_K heads are 16x4"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: W_Q heads are 16x8 but W_K heads are 16x4"):
         multi_head_attention(x, w._replace(W_K=[[row[:4] for row in M] for M in w.W_K]))
     w3 = init_mha_weights(12, 3, seed=0)
-    with pytest.raises(ShapeError, match=r"3 query heads and 2 key/value heads; num_kv_heads must divide num_heads"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: 3 query heads and 2 key/value heads"):
         multi_head_attention([[0.0] * 12], w3._replace(W_K=w3.W_K[:2], W_V=w3.W_V[:2]))
-    with pytest.raises(ShapeError, match=r"weights.b_O has 3 entries; it must have 16"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: weights.b_O has 3 entries"):
         multi_head_attention(x, w._replace(b_O=[0.0] * 3))
-    with pytest.raises(ShapeError, match=r"weights.b_Q has 1 vectors; it needs one per head \(2\)"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: weights.b_Q has 1 vectors"):
         multi_head_attention(x, w._replace(b_Q=[[0.0] * 8]))
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: weights.W_K must be a non-empty list"):
+        multi_head_attention(x, w._replace(W_K=[]))
+    with pytest.raises(TypeError, match=r"^demo: weights must be an MHAWeights, got list$"):
+        check_weights("demo", "weights", list(w))
+
+
+W_ALL = init_mha_weights(4, 2, seed=0, bias=True, num_kv_heads=1)
+
+
+def poisoned(field, value):
+    """W_ALL with entry [0] of the last row of the field's last block replaced (copies; W_ALL unchanged)."""
+    blocks = getattr(W_ALL, field)
+    if field == "b_O":
+        return W_ALL._replace(b_O=[value] + blocks[1:]), r"weights\.b_O\[0\]"
+    if field == "W_O":
+        return W_ALL._replace(W_O=[list(r) for r in blocks[:-1]] + [[value] + blocks[-1][1:]]), r"weights\.W_O\[3\]\[0\]"
+    last = len(blocks) - 1
+    if field.startswith("b_"):
+        new = [list(b) for b in blocks[:-1]] + [[value] + blocks[-1][1:]]
+        return W_ALL._replace(**{field: new}), rf"weights\.{field}\[{last}\]\[0\]"
+    M = blocks[-1]
+    new_M = [list(r) for r in M[:-1]] + [[value] + M[-1][1:]]
+    return W_ALL._replace(**{field: list(blocks[:-1]) + [new_M]}), rf"weights\.{field}\[{last}\]\[3\]\[0\]"
+
+
+@pytest.mark.parametrize("field", ["W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"])
+@pytest.mark.parametrize("value, error, rule", [(NAN, ValueError, "is nan"), (INF, ValueError, "is inf"),
+                                                ("x", TypeError, "is 'x'"), (10**400, ValueError, "is an int of 401")])
+def test_a_bad_entry_in_any_weight_is_named(field, value, error, rule):
+    bad, where = poisoned(field, value)
+    with pytest.raises(error, match=rf"^multi_head_attention: {where} {rule}"):
+        multi_head_attention(X3[:2], bad)
+
+
+def test_weights_are_checked_again_after_any_change_in_place():
+    w = init_mha_weights(4, 2, seed=3)
+    x = [[1.0, 0.5, -0.5, 0.25], [0.0, 1.0, 2.0, -1.0]]
+    before = multi_head_attention(x, w)
+    w.W_K[1][2][0] = NAN  # one number, deep inside, changed in place
+    with pytest.raises(ValueError, match=r"^multi_head_attention: weights\.W_K\[1\]\[2\]\[0\] is nan"):
+        multi_head_attention(x, w)
+    w.W_K[1][2][0] = True
+    with pytest.raises(TypeError, match=r"^multi_head_attention: weights\.W_K\[1\]\[2\]\[0\] is True"):
+        multi_head_attention(x, w)
+    w.W_K[1][2][0] = init_mha_weights(4, 2, seed=3).W_K[1][2][0]
+    assert multi_head_attention(x, w) == before
+    w.W_O.append([1.0, 2.0, 3.0, 4.0])  # a row too many
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: W_O is 5x4"):
+        multi_head_attention(x, w)
+    w.W_O.pop()
+    last = w.W_Q[0][0].pop()  # a ragged head
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: weights\.W_Q\[0\] is ragged"):
+        multi_head_attention(x, w)
+    w.W_Q[0][0].append(last)
+    assert multi_head_attention(x, w) == before  # the weights as they were: the same bits
+
+
+def test_equal_weights_in_another_object_give_the_same_bits():
+    w = init_mha_weights(4, 2, seed=3)
+    x = [[1.0, 0.5, -0.5, 0.25], [0.0, 1.0, 2.0, -1.0]]
+    copied = MHAWeights(*[[[list(row) for row in M] for M in group] for group in w[:3]], [list(r) for r in w.W_O])
+    assert multi_head_attention(x, w) == multi_head_attention(x, copied) == multi_head_attention(x, w)
 
 
 def test_nothing_is_mutated():
@@ -361,8 +449,6 @@ def test_nothing_is_mutated():
 
 # === One head: attention(Q, K, V), the formula ===
 
-from mha_lists import attention  # noqa: E402
-from mha_lists.core.attention import multiply_adds  # noqa: E402
 
 
 def test_one_head_attention_by_hand():
@@ -422,7 +508,7 @@ def test_kv_head_for_groups_query_heads_in_order():
     assert [kv_head_for(h, 6, 3) for h in range(6)] == [0, 0, 1, 1, 2, 2]
     assert [kv_head_for(h, 4, 1) for h in range(4)] == [0, 0, 0, 0]
     assert [kv_head_for(h, 4, 4) for h in range(4)] == [0, 1, 2, 3]
-    with pytest.raises(ValueError, match="kv_head_for: h is 6; a query head is numbered 0 to 5"):
+    with pytest.raises(ValueError, match="^kv_head_for: h is 6"):
         kv_head_for(6, 6, 3)
 
 
@@ -462,6 +548,96 @@ def test_key_bias_is_in_k_but_cannot_change_the_weights():
     assert_close(t.attention[1], plain.attention[1])
 
 
+
+
+def test_kv_head_for_names_its_arguments():
+    for args, error, start in [((9, 8, 2), ValueError, "kv_head_for: h is 9"),
+                               ((0, 2, 0), ValueError, "kv_head_for: num_kv_heads must be a positive int"),
+                               ((1.0, 2, 1), TypeError, "kv_head_for: h must be an int"),
+                               ((0, 0, 0), ValueError, "kv_head_for: num_heads must be a positive int"),
+                               (("0", 2, 1), TypeError, "kv_head_for: h must be an int"),
+                               ((0, True, 1), TypeError, "kv_head_for: num_heads must be an int")]:
+        with pytest.raises(error, match=f"^{start}"):
+            kv_head_for(*args)
+
+
+@pytest.mark.parametrize("options, error, start", [
+    (dict(mask=[[True, True]]), ShapeError, r"attention: mask is 1x2"),
+    (dict(mask=[[True, False], [False, False]]), ValueError, r"attention: mask row 1 is all False"),
+    (dict(mask=[[1, 0], [1, 1]]), TypeError, r"attention: mask\[0\]\[0\] is 1"),
+    (dict(scale=0.0), ValueError, r"attention: scale must be a positive finite number"),
+    (dict(scale=NAN), ValueError, r"attention: scale must be a finite number"),
+    (dict(scale="1"), TypeError, r"attention: scale must be a number"),
+])
+def test_attention_names_its_mask_and_scale(options, error, start):
+    Q = K = V = [[1.0, 0.0], [0.0, 1.0]]
+    with pytest.raises(error, match=f"^{start}"):
+        attention(Q, K, V, **options)
+
+
+def test_linear_and_multiply_adds():
+    assert linear([[1, 2]], [[1, 0], [0, 1]], [10, 20]) == [[11.0, 22.0]]
+    assert linear([[1, 2]], [[3], [4]]) == matmul([[1, 2]], [[3], [4]])
+    with pytest.raises(ValueError, match=r"^linear: W\[0\]\[0\] is nan"):
+        linear([[1.0]], [[NAN]])
+    with pytest.raises(ValueError, match=r"^linear: b\[0\] is nan"):
+        linear([[1.0]], [[1.0]], [NAN])
+    assert multiply_adds(5, 16, 2) == {"Q": 1280, "K": 1280, "V": 1280, "scores": 400, "weighted_sum": 400,
+                                       "W_O": 1280}
+    assert multiply_adds(4, 12, 3) == {"Q": 4 * 12 * 12, "K": 4 * 12 * 12, "V": 4 * 12 * 12,
+                                       "scores": 3 * 4 * 4 * 4, "weighted_sum": 3 * 4 * 4 * 4, "W_O": 4 * 12 * 12}
+    assert multiply_adds(4, 10, 3, d_k=2, d_v=5)["W_O"] == 4 * 3 * 5 * 10
+    for args in ((4, 10, 3), (4, 10, 3, 2)):
+        with pytest.raises(ShapeError, match=r"^multiply_adds: d_model 10 is not divisible"):
+            multiply_adds(*args[:3], **({"d_k": 2} if len(args) == 4 else {}))
+    with pytest.raises(ShapeError, match=r"^multiply_adds: d_model 10 is not divisible"):
+        multiply_adds(4, 10, 3, d_v=2)
+    for args in ((0, 16, 2), (5, "16", 2), (5, 16, 2.0), (None, 16, 2)):
+        refused("multiply_adds", lambda: multiply_adds(*args))
+
+
+# === The head loop and one head: the unchecked kernels ===
+
+
+def test_head_loop_runs_step_for_every_query_head_with_its_key_value_head():
+    Q = [[[1.0, 0.0]], [[0.0, 1.0]]]
+    K = [[[1.0, 0.0], [0.0, 1.0]]]
+    V = [[[1.0], [3.0]]]
+    assert [h.output for h in head_loop(Q, K, V, mask=None, scale=100.0)] == [[[1.0]], [[3.0]]]
+    seen = head_loop(Q, K, V, mask=None, scale=1.0, per_head=(["a", "b"],),
+                     step=lambda q, k, v, extra, *, mask, scale: (extra, len(k), k is K[0]))
+    assert seen == [("a", 2, True), ("b", 2, True)]
+    Q4 = [[[float(h)]] for h in range(4)]
+    K2 = [[[1.0]], [[2.0]]]
+    reads = head_loop(Q4, K2, K2, mask=None, scale=1.0, step=lambda q, k, v, *, mask, scale: k[0][0])
+    assert reads == [1.0, 1.0, 2.0, 2.0]  # h // (num_heads // num_kv_heads)
+
+
+def test_one_head_keeps_its_steps():
+    head = one_head([[1.0, 0.0]], [[0.0, 1.0], [0.0, -1.0]], [[1.0, 0.0], [3.0, 2.0]], mask=[[True, False]], scale=1.0)
+    assert head.scores == [[0.0, -INF]] and head.weights == [[1.0, 0.0]] and head.output == [[1.0, 0.0]]
+
+
+def test_a_score_that_overflows_to_minus_inf_is_not_taken_for_a_masked_key():
+    Q, K, V = [[1e150, 0.0]], [[-1e150, 0.0], [1.0, 0.0]], [[1.0], [2.0]]  # q . k = -1e300: finite
+    assert attention(Q, K, V, scale=1e-300) == [[1.731058578630005]]
+    with pytest.raises(ValueError, match=r"^attention: the scores Q K\^T are too large"):
+        attention(Q, K, V, scale=1e10)  # -1e310 is -inf: it would have looked masked
+    w = MHAWeights([[[1e75, 0.0], [0.0, 1.0]]], [[[-1e75, 0.0], [0.0, 1.0]]], [[[1.0, 0.0], [0.0, 1.0]]],
+                   [[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"^multi_head_attention: the .* are too large"):
+        multi_head_attention([[1e75, 0.0], [1e75, 1.0]], w, scale=1e10)
+
+
+def test_too_large_values_say_so_and_are_not_blamed_on_the_mask():
+    x = [[1e200] * 4 for _ in range(3)]
+    for func in (multi_head_attention, attention_trace):
+        error = refused(func.__name__, lambda: func(x, W4), ValueError)
+        assert "too large" in str(error) and "mask" not in str(error)
+    assert "too large" in str(refused("multi_head_attention", lambda: multi_head_attention(X3, W4, scale=1e308)))
+    assert finite_everywhere(multi_head_attention([[1e100] * 4] * 3, W4))
+
+
 def test_bad_context_and_mask_are_named_in_every_entry_point():
     w = init_mha_weights(4, 2, seed=0)
     x = random_x(2, 4)
@@ -473,3 +649,103 @@ def test_bad_context_and_mask_are_named_in_every_entry_point():
             func(x, w, context=random_x(3, 4), mask=[[True, True], [True, True]])
         with pytest.raises(ValueError, match=rf"^{name}: scale must be a positive finite number, got -1"):
             func(x, w, scale=-1)
+
+
+# === Limits: a length and a budget of work, refused at once (issue 21) ===
+
+
+def refused_at_once(func, call):
+    started = time.perf_counter()
+    error = refused(func, call, ValueError)
+    assert time.perf_counter() - started < 2.0, f"{func} took {time.perf_counter() - started:.1f} s to refuse"
+    return str(error)
+
+
+def test_attention_takes_at_most_max_mask_side_tokens():
+    long = [[1.0]] * (MAX_MASK_SIDE + 1)
+    assert "Q has 4,097 rows" in refused_at_once("attention", lambda: attention(long, [[1.0]], [[1.0]]))
+    assert "K has 4,097 rows" in refused_at_once("attention", lambda: attention([[1.0]], long, long))
+    wide = [[0.0] * 4] * (MAX_MASK_SIDE + 1)
+    assert "x has 4,097 rows" in refused_at_once("multi_head_attention", lambda: multi_head_attention(wide, W4))
+    assert "context has 4,097 rows" in refused_at_once(
+        "multi_head_attention", lambda: multi_head_attention(X3, W4, context=wide))
+    assert "x has 4,097 rows" in refused_at_once("attention_trace", lambda: attention_trace(wide, W4))
+
+
+def test_attention_has_a_budget_of_work():
+    assert MAX_WORK == 200_000_000
+    big = [[1.0] * 100] * MAX_MASK_SIDE
+    assert "multiply-adds" in refused_at_once("attention", lambda: attention(big, big, big))
+    w = init_mha_weights(512, 8, seed=0)
+    x = [[0.0] * 512] * 2048  # each size within its limit; together far past the budget
+    assert "multiply-adds" in refused_at_once("multi_head_attention", lambda: multi_head_attention(x, w))
+    assert "multiply-adds" in refused_at_once("attention_trace", lambda: attention_trace(x, w))
+    assert "multiply-adds" in refused_at_once("multi_head_attention",
+                                              lambda: multi_head_attention(x[:2], w, context=x))
+
+
+def test_a_call_just_inside_the_budget_runs():
+    Q = [[1.0]] * 1000
+    assert len(attention(Q, Q, Q)) == 1000  # 1000 * 1000 * 2 = 2 million multiply-adds
+
+
+# === Bad inputs of every kind: a named error of one short line, never a raw one ===
+
+BAD_MATRICES = [None, 5, "ab", "x" * 10**6, [], [[]], [1, 2], [[1, 2], [3]], [[1, None]], [["a"]], [[NAN, 1.0]],
+                [[INF]], [[True, 1.0]], ({1: 2},), [[[1.0]]], [[1e200, 1e200]], [[10**400] * 4],
+                [[10**400, -(10**400), 0, 0]], [[0.0] * 10**5]]
+BAD_WEIGHTS = [None, "w", X3, W4._replace(W_O=[[NAN] * 4] * 4), W4._replace(W_V=[[[INF, 0.0]] * 4, W4.W_V[1]]),
+               W4._replace(W_Q=[W4.W_Q[0]]), W4._replace(W_K=[]), W4._replace(W_Q=None),
+               W4._replace(b_O=[NAN, 0.0, 0.0, 0.0]), W4._replace(b_Q=[[0.0, 0.0]]),
+               W4._replace(b_K=[[0.0, 0.0], [0.0, "x"]]), W4._replace(W_O=[[10**400] * 4] * 4)]
+
+
+@pytest.mark.parametrize("M", BAD_MATRICES, ids=range(len(BAD_MATRICES)))
+def test_bad_x_and_context_are_refused_by_name(M):
+    for func in (multi_head_attention, attention_trace):
+        refused(func.__name__, lambda: func(M, W4))
+        if M is not None and M != [[1e200, 1e200]]:  # context=None is self-attention
+            refused(func.__name__, lambda: func(X3, W4, context=M))
+    refused("attention", lambda: attention(M, [[1.0]], [[1.0]]))
+    refused("linear", lambda: linear(M, [[1.0]]))
+
+
+@pytest.mark.parametrize("w", BAD_WEIGHTS, ids=range(len(BAD_WEIGHTS)))
+def test_bad_weights_are_refused_by_name(w):
+    for func in (multi_head_attention, attention_trace):
+        refused(func.__name__, lambda: func(X3, w))
+
+
+@pytest.mark.parametrize("mask", [None, 5, [], [[True] * 3] * 2, [[1] * 3] * 3, [[True] * 3, [False] * 3, [True] * 3],
+                                  [[True, True, None]] * 3, "mask"], ids=range(8))
+@pytest.mark.parametrize("scale", [None, 0, -1.0, NAN, INF, "1", True, 10**400], ids=range(8))
+def test_bad_mask_and_scale_are_refused_by_name(mask, scale):
+    if mask is None and scale is None:
+        assert multi_head_attention(X3, W4) == attention_trace(X3, W4).output
+        return
+    for func in (multi_head_attention, attention_trace):
+        refused(func.__name__, lambda: func(X3, W4, mask=mask, scale=scale))
+
+
+# === Nothing is changed ===
+
+
+@pytest.mark.parametrize("call, args, kwargs", [
+    (attention, ([[1.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]], [[1.0], [2.0]]), dict(mask=[[True, False]])),
+    (attention, ([[1.0]], [[1.0, 2.0]], [[1.0]]), {}),
+    (multi_head_attention, (X3, W_ALL), dict(context=X3[:2], mask=[[True, False]] * 3, scale=0.5)),
+    (multi_head_attention, (X3, W4._replace(W_O=W4.W_O[:3])), {}),
+    (attention_trace, (X3, W_ALL), dict(mask=causal_mask(3))),
+    (kv_head_for, (1, 4, 2), {}), (linear, ([[1.0]], [[1.0, 2.0]], [3.0, 4.0]), {}),
+    (multiply_adds, (3, 4, 2), dict(num_kv_heads=1, context_len=5)),
+    (check_weights, ("demo", "weights", W_ALL), {}),
+])
+def test_every_public_function_leaves_its_arguments_alone(call, args, kwargs):
+    assert_no_mutation(call, *args, **kwargs)
+
+
+def test_the_module_keeps_no_state():
+    # Nothing at module level that a call could change and the next call read: no lists, dicts or sets.
+    state = [name for name, value in vars(attention_module).items()
+             if not name.startswith("__") and isinstance(value, (list, dict, set))]
+    assert state == []

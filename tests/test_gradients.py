@@ -1,4 +1,5 @@
-"""The backward pass, checked three ways: by hand, by invariants, and by central finite differences."""
+"""core/gradients.py: the backward pass, checked three ways: by hand, by invariants, and by central finite
+differences; then its messages, bad inputs of every kind, and no mutation."""
 
 import copy
 import math
@@ -6,16 +7,59 @@ import math
 import pytest
 
 from mha_lists import MHAWeights, ShapeError, causal_mask, init_mha_weights, multi_head_attention, padding_mask
-from mha_lists.core.gradients import summed as sum_matrices
 from mha_lists.core.gradients import (
     attention_backward,
     attention_backward_trace,
     column_sums,
+    head_backward,
     multi_head_attention_backward,
     softmax_backward,
     softmax_jacobian,
+    summed,
 )
 from mha_lists.teaching.weights import derive_rng
+from test_checks import assert_no_mutation, finite_everywhere, refused
+
+NAN, INF = math.nan, math.inf
+OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
+W4 = init_mha_weights(4, 2, seed=0)
+X3 = [[0.1, 0.2, 0.3, 0.4], [0.5, -0.6, 0.7, 0.8], [0.0, 1.0, -1.0, 0.5]]
+G3 = [[1.0, -1.0, 0.5, 0.0]] * 3
+
+# Every message this module writes itself, once (the shared ones are in test_checks.py and test_attention.py).
+MESSAGES = {
+    "dp length": "softmax_backward: p has {n} entries and dp has {m}; they must have the same length",
+    "grad_out shape": "attention_backward: grad_out is {found}; it must have the shape of the output, "
+                      "(queries, d_v) = {need}",
+    "grad_output shape": "{func}: grad_output is {found}; it must have the shape of the output, (T, d_model) = {need}",
+    "gradients overflow": "{func}: the gradients are too large: " + OVERFLOW,
+    "column sums overflow": "column_sums: the column sums are too large: " + OVERFLOW,
+}
+
+BAD_CALLS = {
+    "dp length": (ShapeError, lambda: softmax_backward([0.5, 0.5], [1.0, 2.0, 3.0]), dict(n=2, m=3)),
+    "grad_out shape": (ShapeError, lambda: attention_backward([[1.0]], [[1.0]], [[1.0, 2.0, 3.0]], [[1.0, 2.0]]),
+                       dict(found="1x2", need="1x3")),
+    "grad_output shape": (ShapeError, lambda: attention_backward_trace(X3, W4, G3[:2]),
+                          dict(func="attention_backward_trace", found="2x4", need="3x4")),
+    "gradients overflow": (ValueError, lambda: attention_backward([[1.0]], [[1.0]], [[1e308]], [[1e308]]),
+                           dict(func="attention_backward")),
+    "column sums overflow": (ValueError, lambda: column_sums([[1e308], [1e308]]), {}),
+}
+
+
+def test_every_template_has_a_bad_call():
+    assert sorted(MESSAGES) == sorted(BAD_CALLS)
+
+
+@pytest.mark.parametrize("key", MESSAGES)
+def test_message(key):
+    error, call, fields = BAD_CALLS[key]
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value) == MESSAGES[key].format(**fields)
+
 
 # === Hand-worked cases ===
 
@@ -35,11 +79,11 @@ def test_softmax_jacobian_by_hand_and_against_softmax_backward():
     assert by_matrix == pytest.approx(softmax_backward(p, dp), abs=1e-15)
 
 
-def test_column_sums_and_sum_matrices_by_hand():
+def test_column_sums_and_summed_by_hand():
     assert column_sums([[1, 2, 3], [4, 5, 6]]) == [5.0, 7.0, 9.0]
-    assert sum_matrices([[[1, 2]], [[3, 4]]]) == [[4.0, 6.0]]
+    assert summed([[[1, 2]], [[3, 4]]]) == [[4.0, 6.0]]
     # fsum: 1e16 + 1 - 1e16 is exactly 1 entry by entry
-    assert sum_matrices([[[1e16]], [[1.0]], [[-1e16]]]) == [[1.0]]
+    assert summed([[[1e16]], [[1.0]], [[-1e16]]]) == [[1.0]]
 
 
 def test_one_key_passes_grad_out_to_v_and_nothing_to_q_and_k():
@@ -138,7 +182,7 @@ def test_cross_attention_on_x_itself_splits_the_self_attention_gradient():
     x, w, _, G, mask = _config(7, bias=True, mask="causal")
     self_g = multi_head_attention_backward(x, w, G, mask=mask)
     cross_g = multi_head_attention_backward(x, w, G, context=x, mask=mask)
-    both = sum_matrices([cross_g.x, cross_g.context])
+    both = summed([cross_g.x, cross_g.context])
     assert all(a == pytest.approx(b, abs=1e-13) for ra, rb in zip(both, self_g.x) for a, b in zip(ra, rb))
     assert cross_g.W_K == self_g.W_K and cross_g.W_O == self_g.W_O
 
@@ -202,11 +246,11 @@ def test_no_biases_means_none():
 
 def test_grad_output_of_the_wrong_shape():
     x, w, context, G, mask = _config(12)
-    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: grad_output is 4x5; .* 4x6"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: grad_output is 4x5"):
         multi_head_attention_backward(x, w, [row[:5] for row in G])
     with pytest.raises(ShapeError, match=r"^attention_backward_trace: grad_output is 3x6"):
         attention_backward_trace(x, w, G[:3])
-    with pytest.raises(ShapeError, match=r"^attention_backward: grad_out is 1x2; .* \(queries, d_v\) = 1x3"):
+    with pytest.raises(ShapeError, match=r"^attention_backward: grad_out is 1x2"):
         attention_backward([[1.0]], [[1.0]], [[1.0, 2.0, 3.0]], [[1.0, 2.0]])
 
 
@@ -215,9 +259,9 @@ def test_grad_output_must_be_finite(bad):
     x, w, context, G, mask = _config(13)
     G = [list(row) for row in G]
     G[1][2] = bad
-    with pytest.raises(ValueError, match=r"^multi_head_attention_backward: grad_output\[1\]\[2\] is .*finite"):
+    with pytest.raises(ValueError, match=r"^multi_head_attention_backward: grad_output\[1\]\[2\] is "):
         multi_head_attention_backward(x, w, G)
-    with pytest.raises(ValueError, match=r"^attention_backward: grad_out\[0\]\[0\] is .*finite"):
+    with pytest.raises(ValueError, match=r"^attention_backward: grad_out\[0\]\[0\] is "):
         attention_backward([[1.0]], [[1.0]], [[1.0]], [[bad]])
 
 
@@ -225,7 +269,7 @@ def test_other_bad_inputs_are_named():
     x, w, context, G, mask = _config(14)
     with pytest.raises(TypeError, match="^multi_head_attention_backward: weights must be an MHAWeights"):
         multi_head_attention_backward(x, "w", G)
-    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: mask is 4x3; .* 4x4"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: mask is 4x3"):
         multi_head_attention_backward(x, w, G, mask=[[True] * 3] * 4)
     with pytest.raises(ValueError, match=r"^multi_head_attention_backward: mask row 1 is all False"):
         multi_head_attention_backward(x, w, G, mask=[[True] * 4, [False] * 4, [True] * 4, [True] * 4])
@@ -323,3 +367,99 @@ def test_central_finite_differences(name):
         worst = max(worst, abs(numeric - exact) / max(1.0, abs(exact)))
         assert numeric == pytest.approx(exact, rel=1e-6, abs=1e-7), (label, ij)
     assert worst < 1e-7
+
+
+# === The unchecked pieces ===
+
+
+def test_head_backward_is_a_step_of_the_head_loop():
+    # One query, two equal keys: the same numbers as test_two_tied_keys_by_hand, through the kernel.
+    grads = head_backward([[1.0]], [[0.0], [0.0]], [[1.0], [3.0]], [[0.5, 0.5]], [[1.0]], mask=None, scale=1.0)
+    assert grads.dA == [[1.0, 3.0]] and grads.dS == [[-0.5, 0.5]]
+    assert (grads.dQ, grads.dK, grads.dV) == ([[0.0]], [[-0.5], [0.5]], [[0.5], [0.5]])
+
+
+def test_the_backward_trace_keeps_a_copy_of_grad_output():
+    G = [[1.0, 2.0], [3.0, 4.0]]
+    trace = attention_backward_trace([[1.0, 0.0], [0.0, 1.0]], init_mha_weights(2, 1, seed=0), G)
+    assert trace.grad_output == G and trace.grad_output is not G
+
+
+# === Overflow: named, never a silent inf or nan ===
+
+
+def test_overflow_is_named_never_a_silent_inf():
+    for func, call in [
+        ("attention_backward", lambda: attention_backward([[1e200, 1.0]], [[1e200, 1.0], [-1e200, 1.0]],
+                                                          [[1.0], [2.0]], [[1.0]])),
+        ("attention_backward", lambda: attention_backward([[1.0]], [[1.0]], [[1e308]], [[1e308]])),
+        ("multi_head_attention_backward", lambda: multi_head_attention_backward(X3, W4, [[1e308] * 4] * 3)),
+        ("attention_backward_trace", lambda: attention_backward_trace(X3, W4, [[1e308] * 4] * 3)),
+        ("multi_head_attention_backward", lambda: multi_head_attention_backward([[1e200] * 4] * 3, W4, G3)),
+        ("softmax_backward", lambda: softmax_backward([0.9, 0.1], [1.7e308, -1.7e308])),
+        ("column_sums", lambda: column_sums([[1e308], [1e308]])),
+    ]:
+        assert "too large" in str(refused(func, call, ValueError))
+    assert finite_everywhere(multi_head_attention_backward(X3, W4, [[1e100] * 4] * 3))
+
+
+def test_weights_softmax_could_not_make_are_refused():
+    for p in ([0.5, 0.6], [-0.5, 1.5], [NAN], [INF, 0.0], [], None, ["a"], [10**400, 0.0]):
+        refused("softmax_backward", lambda: softmax_backward(p, [1.0] * max(1, len(p or [1]))))
+        refused("softmax_jacobian", lambda: softmax_jacobian(p))
+
+
+def test_values_past_float_range_in_p_are_refused_by_name():
+    # math.fsum(p) overflows while checking that p adds up to 1: a named error, not a raw OverflowError.
+    refused("softmax_backward", lambda: softmax_backward([1e308, 1e308], [1.0, 2.0]))
+    refused("softmax_jacobian", lambda: softmax_jacobian([1e308, 1e308]))
+
+
+# === Bad inputs of every kind: a named error of one short line, never a raw one ===
+
+BAD_MATRICES = [None, 5, "ab", [], [[]], [1, 2], [[1, 2], [3]], [[1, None]], [["a"]], [[NAN, 1.0]], [[INF]],
+                [[True, 1.0]], ({1: 2},), [[[1.0]]], [[10**400, 0.0, 0.0, 0.0]], [[0.0] * 10**5]]
+BAD_WEIGHTS = [None, "w", X3, W4._replace(W_O=[[NAN] * 4] * 4), W4._replace(W_Q=[W4.W_Q[0]]), W4._replace(W_K=[]),
+               W4._replace(b_O=[NAN, 0.0, 0.0, 0.0]), W4._replace(b_Q=[[0.0, 0.0]])]
+
+
+@pytest.mark.parametrize("M", BAD_MATRICES, ids=range(len(BAD_MATRICES)))
+def test_bad_matrices_are_refused_by_name(M):
+    for func in (multi_head_attention_backward, attention_backward_trace):
+        refused(func.__name__, lambda: func(M, W4, G3))
+        refused(func.__name__, lambda: func(X3, W4, M))
+        if M is not None:
+            refused(func.__name__, lambda: func(X3, W4, G3, context=M))
+    refused("attention_backward", lambda: attention_backward(M, [[1.0]], [[1.0]], [[1.0]]))
+    refused("attention_backward", lambda: attention_backward([[1.0]], [[1.0]], [[1.0]], M))
+    if M != [[0.0] * 10**5]:  # a wide matrix is fine for column_sums
+        refused("column_sums", lambda: column_sums(M))
+
+
+@pytest.mark.parametrize("w", BAD_WEIGHTS, ids=range(len(BAD_WEIGHTS)))
+def test_bad_weights_are_refused_by_name(w):
+    for func in (multi_head_attention_backward, attention_backward_trace):
+        refused(func.__name__, lambda: func(X3, w, G3))
+
+
+def test_the_backward_pass_has_the_forward_passs_limits():
+    long = [[0.0] * 4] * 4097
+    refused("multi_head_attention_backward", lambda: multi_head_attention_backward(long, W4, long), ValueError)
+    refused("attention_backward", lambda: attention_backward([[1.0]] * 4097, [[1.0]], [[1.0]], [[1.0]] * 4097))
+    big = [[1.0] * 100] * 4096
+    assert "multiply-adds" in str(refused("attention_backward", lambda: attention_backward(big, big, big, big)))
+
+
+# === Nothing is changed ===
+
+
+@pytest.mark.parametrize("call, args, kwargs", [
+    (softmax_backward, ([0.25, 0.75], [4.0, 0.0]), {}), (softmax_jacobian, ([0.25, 0.75],), {}),
+    (column_sums, ([[1.0, 2.0], [3.0, 4.0]],), {}),
+    (attention_backward, ([[1.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]], [[1.0], [2.0]], [[1.0]]), dict(mask=[[True, False]])),
+    (multi_head_attention_backward, (X3, W4, G3), dict(context=X3[:2], mask=[[True, False]] * 3, scale=0.5)),
+    (attention_backward_trace, (X3, W4, G3), dict(mask=causal_mask(3))),
+    (multi_head_attention_backward, (X3, W4, G3[:2]), {}), (softmax_backward, ([0.5, 0.6], [1.0, 2.0]), {}),
+])
+def test_every_public_function_leaves_its_arguments_alone(call, args, kwargs):
+    assert_no_mutation(call, *args, **kwargs)

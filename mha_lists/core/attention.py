@@ -37,12 +37,11 @@ from typing import NamedTuple, Optional
 
 from .checks import ShapeError, all_fine, check_int, check_matrices, check_matrix, check_number, check_positive_int, \
     check_vector, quote_int, too_large
-from .matrix import Matrix, Vector, finite, joined, product
+from .matrix import MAX_WORK, Matrix, Vector, finite, joined, product
 from .softmax_and_masks import MAX_MASK_SIDE, Mask, check_mask, masked, softmax_of_rows
 
 __all__ = ["attention", "multi_head_attention", "attention_trace", "kv_head_for", "MHAWeights"]
 
-MAX_WORK = 200_000_000  # multiply-adds in one call: about ten seconds of pure Python
 
 
 
@@ -219,6 +218,8 @@ def linear(X: Matrix, W: Matrix, b: Optional[Vector] = None) -> Matrix:  # (n, d
     if d_in != d_in_W:
         raise ShapeError(f"linear: X is {n}x{d_in} and W is {d_in_W}x{d_out}; X's columns ({d_in}) must equal "
                          f"W's rows ({d_in_W})")
+    if n * d_in * d_out > MAX_WORK:
+        raise too_much_work("linear", n * d_in * d_out)
     if b is not None and check_vector("linear", "b", b) != d_out:
         raise ShapeError(f"linear: W is {d_in_W}x{d_out} and b has {len(b)} entries; b needs one entry per column "
                          f"of W ({d_out})")

@@ -56,7 +56,10 @@ def shorten(value: object, limit: int = 60) -> str:
         return quote_int(value)
     if isinstance(value, (list, tuple, str)) and len(value) > limit:
         value = value[:limit]  # a long list's repr is never built whole
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:  # a list nested past Python's recursion limit
+        text = f"a {type(value).__name__} nested too deeply to show"
     return text if len(text) <= limit else text[:limit - 4].rstrip() + " ..."
 
 
@@ -90,11 +93,10 @@ def all_fine(matrices: list, *, finite: bool = True) -> bool:
     non-empty lists of one width, of ints and floats with a finite total (a nan or inf entry makes the
     total nan or inf). When it says no, ``check_matrix`` finds the fault and names it."""
     rows = list(chain.from_iterable(matrices)) if all(type(M) is list and M for M in matrices) else [0]
-    if not (set(map(type, rows)) == {list} and all(rows) and all(len(set(map(len, M))) == 1 for M in matrices)
-            and set(map(type, chain.from_iterable(rows))) <= {int, float}):
-        return False
-    try:
-        return not finite or math.isfinite(sum(map(sum, rows, repeat(0.0))))  # floats: 10**400 - 10**400 fails
+    try:  # sums of floats: 10**400 - 10**400 overflows instead of cancelling
+        return (set(map(type, rows)) == {list} and all(rows) and all(len(set(map(len, M))) == 1 for M in matrices)
+                and set(map(type, chain.from_iterable(rows))) <= {int, float}
+                and (not finite or math.isfinite(sum(map(sum, rows, repeat(0.0))))))
     except OverflowError:  # an int too large for a float
         return False
 
@@ -102,10 +104,9 @@ def all_fine(matrices: list, *, finite: bool = True) -> bool:
 def _check_entry(func: str, name: str, value: object, finite: bool = True) -> None:
     if not is_number(value):
         raise TypeError(f"{func}: {name} is {shorten(value)} ({type(value).__name__}); entries must be int or float")
-    if finite and isinstance(value, int) and not all_finite([[value]]):
-        raise ValueError(f"{func}: {name} is {quote_int(value)}, too large for a float (about 1.8e308 at most)")
-    if finite and not math.isfinite(value):
-        raise ValueError(f"{func}: {name} is {value}; entries must be finite numbers")
+    if finite and not all_finite([[value]]):
+        raise ValueError(f"{func}: {name} is " + (f"{quote_int(value)}, too large for a float (about 1.8e308 at most)"
+                                                  if isinstance(value, int) else f"{value}; entries must be finite numbers"))
 
 
 def check_rows(func: str, name: str, M: object, what: str = "numbers") -> tuple[int, int]:
@@ -241,6 +242,5 @@ def check_rng(func: str, name: str, value: object) -> random.Random:
 def too_large(func: str, what: object = "the values") -> ValueError:
     """The error for a sum or product that left float64's range. ``what`` names what overflowed, or is the
     OverflowError that the core's arithmetic raised saying so (math.exp's or fsum's own say nothing useful)."""
-    what = str(what) if str(what).startswith("the ") else "the values"
-    return ValueError(f"{func}: {what} are too large: a product or sum overflowed float64 "
-                      "(largest about 1.8e308); scale the inputs down")
+    return ValueError(f"{func}: {what if str(what).startswith('the ') else 'the values'} are too large: a product or "
+                      "sum overflowed float64 (largest about 1.8e308); scale the inputs down")

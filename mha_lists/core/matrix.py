@@ -26,6 +26,8 @@ Number = Union[int, float]
 Vector = list[float]
 Matrix = list[list[float]]
 
+MAX_WORK = 200_000_000  # multiply-adds in one call: about ten seconds of pure Python
+
 __all__ = ["shape", "dot", "matmul", "transpose", "add", "add_row", "scale", "split_heads", "concat_heads",
            "split_rows"]
 
@@ -48,7 +50,7 @@ def product(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p), unche
     columns = list(zip(*B))
     try:
         return [[fsum(map(mul, row, col)) for col in columns] for row in A]
-    except ValueError:  # fsum met inf - inf: products past float64's range
+    except (OverflowError, ValueError):  # fsum's running total, or inf - inf: past float64's range
         raise OverflowError("the products") from None
 
 
@@ -70,8 +72,8 @@ def dot(u: Vector, v: Vector) -> float:  # (n,) . (n,) -> ()
         raise ShapeError(f"dot: u has {n} entries and v has {n_v}; they must have the same length")
     try:
         return finite(product([u], [[x] for x in v]), "the products of u and v")[0][0]
-    except OverflowError as error:
-        raise too_large("dot", error) from None
+    except OverflowError:
+        raise too_large("dot", "the products of u and v") from None
 
 
 def matmul(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p)
@@ -86,10 +88,13 @@ def matmul(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p)
     m_B, p = check_matrix("matmul", "B", B)
     if m != m_B:
         raise ShapeError(f"matmul: A is {n}x{m} and B is {m_B}x{p}; A's columns ({m}) must equal B's rows ({m_B})")
+    if n * m * p > MAX_WORK:
+        raise ValueError(f"matmul: A is {n}x{m} and B is {m_B}x{p}: {n * m * p:,} multiply-adds; one call here "
+                         f"does at most {MAX_WORK:,} (about ten seconds)")
     try:
         return finite(product(A, B), "the products of A and B")
-    except OverflowError as error:
-        raise too_large("matmul", error) from None
+    except OverflowError:
+        raise too_large("matmul", "the products of A and B") from None
 
 
 def transpose(M: Matrix) -> Matrix:  # (n, m) -> (m, n)

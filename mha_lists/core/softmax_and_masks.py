@@ -203,7 +203,7 @@ def softmax_of_rows(M: Matrix) -> Matrix:  # unchecked softmax_rows
 def check_weight_row(func: str, name: str, p: object) -> int:
     """A row of attention weights, as softmax makes them: finite, >= 0, adding up to 1 (within 1e-9)."""
     n = check_vector(func, name, p)
-    if min(p) < 0 or abs(math.fsum(p) - 1) > 1e-9:
+    if not 0 <= min(p) <= max(p) <= 1 or abs(math.fsum(p) - 1) > 1e-9:
         raise ValueError(f"{func}: {name} must be weights as softmax makes them (each >= 0, adding up to 1), "
                          f"got {shorten(list(p))}")
     return n

@@ -56,8 +56,9 @@ def check_known(func: str, tokens: object, vocab: object) -> None:
         raise ValueError(f"{func}: the vocabulary is empty")
     for token in tokens:
         if token not in vocab:
+            words = " ".join(vocab[:100])
             raise ValueError(f"{func}: {shorten(token)} is not in the vocabulary; the vocabulary is "
-                             f"{shorten(' '.join(vocab), 200)}")
+                             f"{words if len(words) <= 200 else words[:196] + ' ...'}")
 
 
 def encode(tokens: Sequence[str], vocab: Sequence[str] = VOCAB) -> list[int]:

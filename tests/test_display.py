@@ -1,0 +1,220 @@
+"""teaching/display.py: text tables, heatmaps and bar charts. What they show, their messages, bad input."""
+
+import copy
+import math
+
+import pytest
+
+from mha_lists import ShapeError, attention_heatmap, format_matrix
+from mha_lists.teaching import display
+from mha_lists.teaching.display import BarChart, Heatmap, bar_chart, format_number, heatmap, print_matrix, show
+from test_checks import assert_no_mutation, refused
+
+NAN, INF = math.nan, math.inf
+
+# Every message this module writes itself, once (the shared ones are in test_checks.py).
+MESSAGES = {
+    "digits": "{func}: digits is {digits}; give 0 to 17 digits after the point",
+    "entry": "{func}: {name} must be a number, got {value} ({type})",
+    "shown entry": "{func}: {name} is {value}; entries must be numbers (or True/False)",
+    "labels type": "{func}: {name} must be a list of labels, got {value}",
+    "labels count": "{func}: {what} but {n} {labels} were given",
+    "option": "print_matrix: unknown option {option}; the options are row_labels, col_labels, digits and title",
+    "colour range": "{func}: vmin is {vmin} and vmax is {vmax}; vmin must be below vmax",
+    "tokens": "attention_heatmap: tokens must be a list of labels, one per query, got {value}",
+    "key_tokens": "attention_heatmap: weights has {m} columns but {n} tokens were given; give key_tokens, one per column",
+    "bar values": "{func}: {n_labels} labels for {n} values; give one label per value",
+    "bar labels": "{func}: labels must be a list, got {value}",
+    "bar negative": "{func}: values must not be negative, got {value}",
+    "bar width": "{func}: width is {width}; give 1 to 200 characters",
+    "show": "show: obj must be a picture, a Heatmap or a BarChart (something Jupyter can draw), got {value} ({type})",
+}
+
+BAD_CALLS = {
+    "digits": (ValueError, lambda: format_number(0.5, 18), dict(func="format_number", digits=18)),
+    "entry": (TypeError, lambda: format_number("a"), dict(func="format_number", name="x", value="'a'", type="str")),
+    "shown entry": (TypeError, lambda: attention_heatmap([[1, None]], ["a"]),
+                    dict(func="attention_heatmap", name="weights[0][1]", value=None)),
+    "labels type": (TypeError, lambda: format_matrix([[1.0]], row_labels=5),
+                    dict(func="format_matrix", name="row_labels", value=5)),
+    "labels count": (ShapeError, lambda: print_matrix([[1, 2]], col_labels=["c"]),
+                     dict(func="print_matrix", what="M has 2 columns", n=1, labels="col labels")),
+    "option": (TypeError, lambda: print_matrix([[1]], colour="red"), dict(option="'colour'")),
+    "colour range": (ValueError, lambda: heatmap([[1]], vmin=1.0, vmax=0.0), dict(func="heatmap", vmin=1.0, vmax=0.0)),
+    "tokens": (TypeError, lambda: attention_heatmap([[1.0]], 5), dict(value=5)),
+    "key_tokens": (ShapeError, lambda: attention_heatmap([[0.5, 0.5]], ["a"]), dict(m=2, n=1)),
+    "bar values": (ShapeError, lambda: bar_chart(["a"], [1.0, 2.0]), dict(func="bar_chart", n_labels=1, n=2)),
+    "bar labels": (TypeError, lambda: bar_chart(5, [1.0]), dict(func="bar_chart", value=5)),
+    "bar negative": (ValueError, lambda: BarChart(["a"], [-1.0]), dict(func="BarChart", value=-1.0)),
+    "bar width": (ValueError, lambda: BarChart(["a"], [1.0], width=0), dict(func="BarChart", width=0)),
+    "show": (TypeError, lambda: show(None), dict(value=None, type="NoneType")),
+}
+
+
+def test_every_template_has_a_bad_call():
+    assert sorted(MESSAGES) == sorted(BAD_CALLS)
+
+
+@pytest.mark.parametrize("key", MESSAGES)
+def test_message(key):
+    error, call, fields = BAD_CALLS[key]
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value) == MESSAGES[key].format(**fields)
+
+
+# === What they show ===
+
+
+def test_format_number_and_matrix():
+    assert format_number(-0.00001) == "0.0000"
+    assert format_number(float("-inf")) == "-inf" and format_number(INF) == "inf"
+    assert format_number(False) == "0" and format_number(True) == "1"
+    assert format_number(12) == "12" and format_number(1 / 3, 2) == "0.33"
+    text = format_matrix([[1.0, -0.5]], row_labels=["I"], col_labels=["a", "b"], digits=2, title="M")
+    assert text == "M (1x2)\n      a      b\nI  1.00  -0.50"
+    assert format_matrix([[1.0]]) == "       d0\n0  1.0000"
+
+
+def test_print_matrix_prints_format_matrix(capsys):
+    print_matrix([[1, 2]], row_labels=("r",), digits=1, title="t")
+    assert capsys.readouterr().out == format_matrix([[1, 2]], row_labels=("r",), digits=1, title="t") + "\n"
+
+
+def test_heatmap_html_and_text():
+    w = [[1.0, 0.0], [0.25, 0.75]]
+    hm = attention_heatmap(w, ["I", "like"], title="weights")
+    html = hm._repr_html_()
+    assert html.startswith("<table") and "0.75" in html and "like" in html
+    assert "rgb(33,102,255)" in html  # the weight 1.0 gets the darkest colour
+    assert repr(hm).startswith("rows = queries (who looks), columns = keys (what is looked at)\nweights (2x2)")
+    assert "rows = queries" in html and "weights (2x2)" in html
+    assert repr(heatmap(w, title="plain")).startswith("plain (2x2)")  # a plain heatmap has no note
+    assert "&lt;BOS&gt;" in heatmap([[0.5]], row_labels=["<BOS>"], col_labels=["<BOS>"])._repr_html_()
+    assert repr(attention_heatmap([[1.0, 0.0]], ["q"], ["a", "b"])).endswith("q  1.00  0.00")
+
+
+def test_bar_chart():
+    chart = bar_chart(["a", "bb"], [2.0, 1.0], digits=1)
+    assert repr(chart) == "a   2.0  " + "#" * 40 + "\nbb  1.0  " + "#" * 20
+    assert "width:100.0%" in chart._repr_html_() and "width:50.0%" in chart._repr_html_()
+    assert repr(bar_chart(["Q", "scores"], [1280, 400], digits=0)) == (
+        "Q       1,280  " + "#" * 40 + "\nscores    400  " + "#" * 12)
+    assert BarChart(["a"], [1.0], width=10).width == 10
+
+
+def test_show_prints_the_text_outside_jupyter(capsys):
+    show(bar_chart(["a"], [1.0]))
+    assert capsys.readouterr().out == repr(bar_chart(["a"], [1.0])) + "\n"
+
+
+def test_values_at_the_edge_of_float64_still_draw():
+    assert "rgb(33,102,255)" in heatmap([[1e308, -1e308]])._repr_html_()  # 1e308 is the deepest blue
+    assert repr(bar_chart(["a", "b"], [1e308, 5e307])).splitlines()[1].endswith("  " + "#" * 20)
+    assert "width:50.0%" in bar_chart(["a", "b"], [1e308, 5e307])._repr_html_()
+    assert ">-inf<" in heatmap([[NAN, 1.0], [-INF, 2.0]])._repr_html_()  # a masked score is shown, uncoloured
+
+
+# === Errors name the function and the argument ===
+
+
+@pytest.mark.parametrize("call, error, start", [
+    (lambda: format_matrix([[1]], title=3), TypeError, "format_matrix: title must be a str"),
+    (lambda: print_matrix([[1]], title=[]), TypeError, "print_matrix: title must be a str"),
+    (lambda: heatmap([[1]], title=1.5), TypeError, "heatmap: title must be a str"),
+    (lambda: bar_chart(["a"], [1.0], title=0), TypeError, "bar_chart: title must be a str"),
+    (lambda: Heatmap([[1]], note=1), TypeError, "Heatmap: note must be a str"),
+    (lambda: attention_heatmap([[1.0]], ["a", "b"]), ShapeError, "attention_heatmap: weights has 1 rows"),
+    (lambda: attention_heatmap([[1.0]], ["a"], 5), TypeError, "attention_heatmap: key_tokens must be a list"),
+    (lambda: Heatmap([[10**400]]), ValueError, r"Heatmap: M\[0\]\[0\] is an int of 401 digits"),
+    (lambda: format_matrix([[1.0]], row_labels=["a", "b"]), ShapeError, "format_matrix: M has 1 rows"),
+    (lambda: heatmap([[1]], vmin=NAN), ValueError, "heatmap: vmin must be a finite number"),
+    (lambda: heatmap([[1]], vmax="0"), TypeError, "heatmap: vmax must be a number"),
+    (lambda: format_matrix([[0.5]], digits=2.5), TypeError, "format_matrix: digits must be an int"),
+    (lambda: bar_chart(["a"], [-1.0]), ValueError, "bar_chart: values must not be negative"),
+])
+def test_errors_name_the_function_and_the_argument(call, error, start):
+    with pytest.raises(error, match=f"^{start}"):
+        call()
+
+
+# === Bad inputs of every kind: a named error of one short line, never a raw one ===
+
+BIG = 10**5000
+BAD_SHOWN = [None, 5, "ab", "x" * 10**6, [], [[]], [1, 2], [[1, 2], [3]], [[1, None]], [["a"]], [[[1.0]]], ({1: 2},),
+             [[BIG]], [[1.0], [-BIG]], [[10**101]], [list(range(10**5)) + ["x"]]]
+BAD_DIGITS = [None, "4", 2.5, -1, 18, 99, True, BIG]
+
+
+@pytest.mark.parametrize("M", BAD_SHOWN, ids=range(len(BAD_SHOWN)))
+def test_a_bad_matrix_is_refused_by_name(M):
+    refused("format_matrix", lambda: format_matrix(M))
+    refused("print_matrix", lambda: print_matrix(M))
+    refused("heatmap", lambda: heatmap(M))
+    refused("Heatmap", lambda: Heatmap(M))
+    refused("attention_heatmap", lambda: attention_heatmap(M, ["a"]))
+
+
+@pytest.mark.parametrize("d", BAD_DIGITS, ids=range(len(BAD_DIGITS)))
+def test_bad_digits_are_refused_by_name(d):
+    refused("format_number", lambda: format_number(0.5, d))
+    refused("format_matrix", lambda: format_matrix([[0.5]], digits=d))
+    refused("print_matrix", lambda: print_matrix([[0.5]], digits=d))
+    refused("heatmap", lambda: heatmap([[0.5]], digits=d))
+    refused("attention_heatmap", lambda: attention_heatmap([[0.5]], ["a"], digits=d))
+    refused("bar_chart", lambda: bar_chart(["a"], [1.0], digits=d))
+
+
+def test_other_bad_arguments_are_refused_by_name():
+    for x in ["a", None, [1.0], {}, BIG, -BIG, 10**101]:
+        refused("format_number", lambda: format_number(x))
+    for labels in [5, 5.5, ["a", "b"], [], list(range(10**5))]:
+        refused("format_matrix", lambda: format_matrix([[0.5]], row_labels=labels))
+        refused("format_matrix", lambda: format_matrix([[0.5]], col_labels=labels))
+        refused("print_matrix", lambda: print_matrix([[0.5]], row_labels=labels))
+        refused("heatmap", lambda: heatmap([[0.5]], col_labels=labels))
+    for v in [NAN, INF, "0", [0.0], True, BIG]:
+        refused("heatmap", lambda: heatmap([[0.5]], vmin=v))
+        refused("heatmap", lambda: heatmap([[0.5]], vmax=v))
+    for tokens, keys in [(None, None), (5, None), ("a", None), (["a", "b"], None), (["a"], 5), (["a"], ["a", "b"])]:
+        refused("attention_heatmap", lambda: attention_heatmap([[0.5]], tokens, keys))
+    for labels, values in [(["a"], [1.0, 2.0]), (["a"], [-1.0]), (["a"], [NAN]), (["a"], [INF]), (5, [1.0]),
+                           (["a"], None), ([], []), (["a"], ["x"]), (["a"], [[1.0]]), ("a", [1.0]), (None, [1.0]),
+                           (["a"], [BIG])]:
+        refused("bar_chart", lambda: bar_chart(labels, values))
+        refused("BarChart", lambda: BarChart(labels, values))
+    for width in [0, -1, 10**9, None, "40", 2.5, True]:
+        refused("BarChart", lambda: BarChart(["a"], [1.0], width=width))
+    for obj in [None, 5, "x" * 10**6, [[1.0]]]:
+        refused("show", lambda: show(obj))
+    refused("format_matrix", lambda: format_matrix([[1.0]], title=b"t"))
+
+
+# === Nothing is changed ===
+
+
+@pytest.mark.parametrize("call, args, kwargs", [
+    (format_matrix, ([[1.0, 2.0]],), dict(row_labels=["a"], col_labels=["x", "y"], title="t")),
+    (print_matrix, ([[1.0]],), dict(row_labels=["a"])), (heatmap, ([[1.0, -1.0]],), dict(col_labels=["x", "y"])),
+    (attention_heatmap, ([[1.0, 0.0]], ["q"], ["a", "b"]), {}), (bar_chart, (["a", "b"], [2.0, 1.0]), {}),
+    (Heatmap, ([[1.0]],), dict(note="n")), (BarChart, (["a"], [1.0]), dict(width=5)),
+    (format_matrix, ([[1.0]],), dict(row_labels=["a", "b"])), (format_number, (0.5, 2), {}),
+])
+def test_every_public_function_leaves_its_arguments_alone(call, args, kwargs):
+    assert_no_mutation(call, *args, **kwargs)
+
+
+def test_a_heatmap_keeps_a_copy_of_its_matrix():
+    M = [[1.0, 2.0]]
+    hm = heatmap(M)
+    M[0][0] = 99.0
+    assert "99" not in repr(hm)
+    before = copy.deepcopy(hm.M)
+    hm._repr_html_()
+    assert hm.M == before
+
+
+def test_the_module_is_all_functions_and_two_classes():
+    assert set(display.__all__) == {"format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap",
+                                    "bar_chart", "show"}
