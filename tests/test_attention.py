@@ -15,7 +15,7 @@ from mha_lists.core.attention import (MAX_WORK, check_weights, head_loop, kv_hea
                                       one_head)
 from mha_lists.core.softmax_and_masks import MAX_MASK_SIDE
 from mha_lists.teaching.weights import derive_rng
-from test_checks import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"

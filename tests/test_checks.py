@@ -1,7 +1,6 @@
 """core/checks.py: the helpers a public function calls at its top, their messages, and the promise
-that a check does the same wherever it is called from (issue 21).
+that a check does the same wherever it is called from.
 
-``refused`` and ``assert_no_mutation`` are used by the other core and teaching test files too.
 """
 
 import copy
@@ -10,6 +9,7 @@ import random
 import threading
 
 import pytest
+from bad_inputs import RAW, assert_no_mutation, finite_everywhere, refused
 
 from mha_lists.core import checks
 from mha_lists.core.checks import (ShapeError, all_fine, all_finite, check_bool, check_int, check_matrices,
@@ -96,45 +96,6 @@ def test_message(key):
         call()
     assert type(info.value) is error
     assert str(info.value) == MESSAGES[key].format(**fields)
-
-
-# === Shared by the other test files ===
-
-RAW = (IndexError, ZeroDivisionError, OverflowError, KeyError, AttributeError, RecursionError)
-
-
-def refused(func, call, error=(ValueError, TypeError)):
-    """Run a bad call: it raises a named error (func: ...) of one line of at most 300 characters,
-    never a raw IndexError, ZeroDivisionError, OverflowError, KeyError, AttributeError or RecursionError."""
-    try:
-        call()
-    except RAW as raw:
-        pytest.fail(f"{func}: a raw {type(raw).__name__}: {raw!s:.200}")
-    except error as named:
-        text = str(named)
-        assert text.startswith(f"{func}: "), text[:300]
-        assert "\n" not in text and len(text) <= 300, text[:300]
-        return named
-    pytest.fail(f"{func}: no error")
-
-
-def finite_everywhere(value):
-    """True when every float inside value (nested lists, tuples, named tuples) is finite."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, (list, tuple)):
-        return all(finite_everywhere(item) for item in value)
-    return True
-
-
-def assert_no_mutation(call, *args, **kwargs):
-    """Call with args and kwargs; then they are as deep copies taken before."""
-    before = copy.deepcopy((args, kwargs))
-    try:
-        call(*args, **kwargs)
-    except (ValueError, TypeError):
-        pass  # a refused call must leave its arguments alone too
-    assert (args, kwargs) == before or repr((args, kwargs)) == repr(before)
 
 
 # === The helpers, one by one ===

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_checks import refused
+from bad_inputs import refused
 
 from mha_lists.core.checks import ShapeError
 from mha_lists.teaching.display import format_matrix

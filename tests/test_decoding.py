@@ -7,7 +7,7 @@ import pytest
 
 from mha_lists import ShapeError, causal_mask, decode_step, init_mha_weights, multi_head_attention, running_example
 from mha_lists.teaching.decoding import KVCache
-from test_checks import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 W4 = init_mha_weights(4, 2, seed=0)

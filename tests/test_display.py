@@ -8,7 +8,7 @@ import pytest
 from mha_lists import ShapeError, attention_heatmap, format_matrix
 from mha_lists.teaching import display
 from mha_lists.teaching.display import BarChart, Heatmap, bar_chart, format_number, heatmap, print_matrix, show
-from test_checks import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, refused
 
 NAN, INF = math.nan, math.inf
 

@@ -9,7 +9,7 @@ from mha_lists.teaching import example, weights
 from mha_lists.teaching.display import format_number
 from mha_lists.teaching.example import (EMBED_STD, MAX_LEN, MAX_TOKENS, SENTENCE, VOCAB, embed, embedding_table, encode,
                                         tokenize)
-from test_checks import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, refused
 
 NAN, INF = math.nan, math.inf
 VOCAB_TEXT = "<PAD> <BOS> <EOS> I like transformers"

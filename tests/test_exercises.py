@@ -19,7 +19,7 @@ import sys
 import threading
 
 import pytest
-from test_checks import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, refused
 
 from mha_lists import attention_trace, running_example, softmax
 from mha_lists.tools.exercises import (CODE_STUB, MAX_NESTING, MAX_NOTEBOOK_BYTES, CheckFailed, NotebookError,

@@ -18,7 +18,7 @@ from mha_lists.core.gradients import (
     summed,
 )
 from mha_lists.teaching.weights import derive_rng
-from test_checks import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"

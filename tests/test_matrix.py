@@ -9,7 +9,7 @@ from mha_lists import ShapeError, add, add_row, concat_heads, dot, matmul, scale
 from mha_lists.core.matrix import columns_of, finite, joined, product, split_rows
 from mha_lists.teaching.weights import derive_rng
 from mha_lists.tools.bench import textbook_matmul
-from test_checks import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from test_checks import refused
+from bad_inputs import refused
 
 from mha_lists import running_example
 from mha_lists.tools.site import (

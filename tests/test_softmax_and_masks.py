@@ -9,7 +9,7 @@ from mha_lists import ShapeError, causal_mask, combine_masks, padding_mask, soft
 from mha_lists.core.softmax_and_masks import (MAX_MASK_SIDE, check_mask, entropy, length_mask, masked,
                                               softmax_of_rows)
 from mha_lists.teaching.weights import derive_rng
-from test_checks import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 SIDE = MAX_MASK_SIDE

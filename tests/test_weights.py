@@ -10,7 +10,7 @@ from mha_lists import ShapeError, concat_heads, init_mha_weights, multi_head_att
 from mha_lists.teaching import weights
 from mha_lists.teaching.weights import (INIT_SCHEMES, MAX_STD, MAX_WEIGHTS, check_layer_settings, check_size,
                                         check_std, check_weight_count, derive_rng, init_matrix)
-from test_checks import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, refused
 
 NAN, INF = math.nan, math.inf
 R = random.Random(0)

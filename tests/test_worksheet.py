@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from test_checks import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, refused
 
 from mha_lists.teaching.paper import integer_matrix, paper_example, table_softmax
 from mha_lists.tools import worksheet as module
