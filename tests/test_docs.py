@@ -212,3 +212,29 @@ def test_every_public_name_of_the_classroom_modules_is_in_the_api_table():
     for module in (paper, pictures, worksheet, exercises, site):
         for name in module.__all__:
             assert f"`{name}" in table, f"{module.__name__}.{name} is not in CONTRIBUTING.md's API table"
+
+
+def test_the_public_api_is_small_and_every_name_is_documented_in_contributing():
+    """Every name of ``mha_lists.__all__`` has a docstring, and every public name of every module
+    (its ``__all__``) is in CONTRIBUTING.md's section "The public API"."""
+    import importlib
+    import pkgutil
+    import re
+
+    import mha_lists
+
+    assert len(mha_lists.__all__) <= 30
+    for name in mha_lists.__all__:
+        obj = getattr(mha_lists, name)
+        assert obj.__doc__ and obj.__doc__.strip(), name
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    found = re.search(r"^## The public API$(.*?)(?=^## )", text, re.S | re.M)
+    assert found, "CONTRIBUTING.md has no section '## The public API'"
+    table = found.group(1)
+    for name in mha_lists.__all__:
+        assert f"`{name}" in table or re.search(rf"\b{name}\b", table), f"mha_lists.{name} is not in the API section"
+    for info in pkgutil.walk_packages(mha_lists.__path__, "mha_lists."):
+        module = importlib.import_module(info.name)
+        if info.name.startswith(("mha_lists.core.", "mha_lists.teaching.")):
+            for name in getattr(module, "__all__", []):
+                assert f"`{name}" in table, f"{info.name}.{name} is not in CONTRIBUTING.md's API table"
