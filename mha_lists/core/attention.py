@@ -123,13 +123,15 @@ def head_loop(Q: list[Matrix], K: list[Matrix], V: list[Matrix], *, mask: Option
             for h in range(len(Q))]
 
 
-def project(x: Matrix, weights: MHAWeights, context: Optional[Matrix]) -> tuple[list, list, list]:
-    """Each query head's Q from x; each key/value head's K and V from context (default x); unchecked."""
+def project(x: Matrix, weights: MHAWeights, context: Optional[Matrix],
+            values: Optional[Matrix] = None) -> tuple[list, list, list]:
+    """Each query head's Q from x; each key/value head's K from context (default x) and V from values
+    (default: K's input); unchecked. A model whose positions enter only queries and keys gives values."""
     source = x if context is None else context
     h, g = len(weights.W_Q), len(weights.W_K)
     Q = [affine(x, W, b) for W, b in zip(weights.W_Q, weights.b_Q or [None] * h)]
     K = [affine(source, W, b) for W, b in zip(weights.W_K, weights.b_K or [None] * g)]
-    V = [affine(source, W, b) for W, b in zip(weights.W_V, weights.b_V or [None] * g)]
+    V = [affine(source if values is None else values, W, b) for W, b in zip(weights.W_V, weights.b_V or [None] * g)]
     return Q, K, V
 
 
@@ -177,9 +179,9 @@ class AttentionTrace(NamedTuple):
 
 
 def trace_layer(x: Matrix, weights: MHAWeights, context: Optional[Matrix], mask: Optional[Mask],
-                scale: float) -> AttentionTrace:
-    """multi_head_attention's steps, every intermediate kept, on arguments already checked."""
-    Q, K, V = project(x, weights, context)
+                scale: float, values: Optional[Matrix] = None) -> AttentionTrace:
+    """multi_head_attention's steps, every intermediate kept, on arguments already checked (``values``: see project)."""
+    Q, K, V = project(x, weights, context, values)
     heads = head_loop(Q, K, V, mask=mask, scale=scale)
     concat = joined([head.output for head in heads])
     output = finite(affine(concat, weights.W_O, weights.b_O), "the outputs")

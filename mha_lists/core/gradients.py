@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from operator import mul
 from typing import NamedTuple, Optional
 
-from .attention import (AttentionTrace, MHAWeights, check_head, check_layer, head_loop, one_head, project,
+from .attention import (AttentionTrace, MHAWeights, check_head, check_layer, head_loop, one_head,
                         trace_layer)
 from .checks import ShapeError, check_matrix, check_vector, too_large
 from .matrix import Matrix, Vector, columns_of, finite, joined, product
@@ -184,6 +184,7 @@ class MHAGradients(NamedTuple):
     b_K: Optional[list[Vector]] = None
     b_V: Optional[list[Vector]] = None
     b_O: Optional[Vector] = None
+    values: Optional[Matrix] = None  # (T, d_model) when the values had an input of their own (see backward)
 
 
 class BackwardTrace(NamedTuple):
@@ -202,8 +203,11 @@ class BackwardTrace(NamedTuple):
 
 
 def backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optional[Matrix], G: Matrix,
-             scale: float) -> BackwardTrace:
-    """The backward pass through a forward pass's intermediates, on arguments already checked."""
+             scale: float, values: Optional[Matrix] = None) -> BackwardTrace:
+    """The backward pass through a forward pass's intermediates, on arguments already checked.
+
+    With ``values`` (the values' own input, as in ``attention.project``), ``.x`` is the gradient of the
+    query and key input alone and ``.values`` that of the values' input."""
     h_count, g_count = len(fwd.Q), len(fwd.K)
     group = h_count // g_count  # query heads per key/value head
 
@@ -228,13 +232,18 @@ def backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optio
     C_T = X_T if context is None else list(zip(*context))
     dW_Q = [product(X_T, dQ_h) for dQ_h in dQ]
     dW_K = [product(C_T, dK_g) for dK_g in dK]
-    dW_V = [product(C_T, dV_g) for dV_g in dV]
+    V_T = C_T if values is None else list(zip(*values))
+    dW_V = [product(V_T, dV_g) for dV_g in dV]
     # X feeds every query head, C every key and value head: dX is the sum of
     # dQ_h W_Q[h]^T over the heads (plus the K and V terms when C is X). Joined
     # side by side, [dQ_0 | dQ_1 | ...] [W_Q[0] | W_Q[1] | ...]^T is that sum,
     # every entry one fsum over all the heads' products.
-    if context is None:
+    d_values = None if values is None else product(joined(dV), list(zip(*joined(weights.W_V))))
+    if context is None and values is None:
         dx = product(joined(dQ + dK + dV), list(zip(*joined(weights.W_Q + weights.W_K + weights.W_V))))
+        dcontext = None
+    elif context is None:  # the values read an input of their own
+        dx = product(joined(dQ + dK), list(zip(*joined(weights.W_Q + weights.W_K))))
         dcontext = None
     else:
         dx = product(joined(dQ), list(zip(*joined(weights.W_Q))))
@@ -246,8 +255,8 @@ def backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optio
             biases[part] = [sums_of_columns(M) for M in grads]
     if weights.b_O is not None:
         biases["b_O"] = sums_of_columns(G)
-    grads = MHAGradients(dx, dcontext, dW_Q, dW_K, dW_V, dW_O, **biases)
-    for M in (dx, dcontext or [[0.0]], dW_O, *dW_Q, *dW_K, *dW_V):
+    grads = MHAGradients(dx, dcontext, dW_Q, dW_K, dW_V, dW_O, **biases, values=d_values)
+    for M in (dx, dcontext or [[0.0]], d_values or [[0.0]], dW_O, *dW_Q, *dW_K, *dW_V):
         finite(M, "the gradients")
     return BackwardTrace(fwd, [list(row) for row in G], d_concat, d_heads, [head.dA for head in heads],
                          [head.dS for head in heads], dQ, dK, dV, grads)

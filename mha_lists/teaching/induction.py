@@ -9,17 +9,18 @@ of the current token and copies that token (Elhage et al. 2021; Olsson et al.
 2022). One layer cannot do it: its key at position j is a function of token j
 and position j only, never of token j - 1.
 
-The model, for one sequence of token ids (T,), with L layers of multi-head
-attention (no biases, no MLP, no LayerNorm):
+The model is ``model.Model`` with L layers, positions entering only layer 0's
+queries and keys, and the residual stream (no biases, no MLP, no LayerNorm):
 
     x_0    = E_tok[ids]                                  (T, d_model): the residual stream
     layer l: Q, K from x_l + E_pos[0..T-1] (l = 0) or x_l (l > 0);  V from x_l
              x_{l+1} = x_l + [head_0 | head_1 | ...] W_O,   head_h = attention(Q_h, K_h, V_h, causal)
     logits = x_L W_U                                     (T, vocab_size)
 
-Positions enter only layer 0's queries and keys: a position table in the
-residual stream would let position alone answer ("the token L back"), and with
-it the run length L is drawn per sequence anyway (see FACTS.md, "Induction heads").
+Positions enter only layer 0's queries and keys, so layer 0 can find "the
+position before me" while the stream that later layers read holds tokens and
+what layer 0 wrote, not positions. The run length L is drawn per sequence, so
+no fixed offset ("the token L back") solves the task: only the content does.
 
 Training data: ``make_sequence`` draws L (min_len..max_len) distinct tokens and
 repeats them; the model reads the first 2L - 1 tokens, and the loss is the
@@ -27,7 +28,6 @@ cross-entropy of predicting token i + 1 at the positions i = L .. 2L - 2 of the
 repeat (``repeat_targets``).
 
 =================================  ===================================================
-InductionModel                     the parameters (a NamedTuple)
 hand_built_model, one_layer_model  small-integer weights: the circuit, and one layer trying
 PARTS, part_slices, HAND_SCALE     the four parts of the hand-built residual stream; its scale
 token_names                        letters for token ids: A, B, C, ...
@@ -36,10 +36,10 @@ LIMITS                             the largest sizes accepted (so nothing hangs)
 init_model                         random parameters (N(0,1) embeddings, N(0,1/d) weights)
 make_sequence, make_sequences      a random run and its repeat
 repeat_targets, first_half_targets what each position must predict (None: not scored)
-forward                            every intermediate of one pass (a Trace)
+forward                            (model.py's) every intermediate of one pass (a Trace)
 predict                            the most likely next token at every position
 model_gradients                    the loss on the repeat and every parameter's gradient
-flatten, unflatten                 the parameters as one flat list, and back
+flatten, unflatten                 (model.py's) the parameters as one flat list, and back
 train                              Adam steps on fresh batches; returns a History
 head_scores, HeadScore             previous-token and induction score of every head
 repeat_accuracy                    fraction of the repeat predicted right
@@ -58,12 +58,12 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights
-from ..core.checks import (ShapeError, call_outside, check_int, check_matrix, check_number, check_positive_int,
-                           check_same_shapes, check_vector, checked, kind)
-from ..core.gradients import attention_backward
-from ..core.matrix import Matrix, add, concat_heads, matmul, scale, split_heads, transpose
-from ..core.softmax_and_masks import apply_mask, causal_mask, softmax_rows
-from .training import adam_step, cross_entropy
+from ..core.checks import (ShapeError, check_int, check_number, check_positive_int, check_rng, check_str, quote_int,
+                           shorten, too_large)
+from ..core.matrix import Matrix
+from .model import (Model, Sizes, Step, Trace, check_ids, check_model, check_progress, check_training_work,
+                    check_work, fit, forward_work, loss_of, run, sequence_gradients)
+from .model import flatten, forward, unflatten  # noqa: F401 -- the one model's, used here as they are
 from .weights import derive_rng
 
 __all__ = [  # what the notebooks import; the rest is documented in the map above
@@ -82,91 +82,15 @@ def _check_limit(func: str, name: str, value: object, key: Optional[str] = None)
     check_positive_int(func, name, value)
     limit = LIMITS[key or name]
     if value > limit:
-        raise ValueError(f"{func}: {name} is {value}; the limit is {limit} (plain Python would take too long)")
+        raise ValueError(f"{func}: {name} is {quote_int(value)}; the limit is {limit} "
+                         "(plain Python would take too long)")
     return value
 
 
-def _at_most(**keys: str) -> Callable:
-    """An ``also`` rule of ``checked``: each argument named is at most its entry of LIMITS
-    (``max_len="count"``: max_len is at most LIMITS["count"])."""
-    def also(func: str, arguments: dict, sizes: dict) -> None:
-        for name, key in keys.items():
-            _check_limit(func, name, arguments[name], key)
-    return also
-
-
-@checked(vocab_size="positive int", also=_at_most(vocab_size="vocab_size"))
 def token_names(vocab_size: int) -> list[str]:
     """Letters for token ids 0, 1, 2, ...: ``token_names(4)`` is ``['A', 'B', 'C', 'D']``."""
+    _check_limit("token_names", "vocab_size", vocab_size)
     return [chr(ord("A") + t) for t in range(vocab_size)]
-
-
-# === The model ===
-
-
-class InductionModel(NamedTuple):
-    """Every parameter of an attention-only transformer (its gradients have the same shape)."""
-
-    token_embeddings: Matrix  # (vocab_size, d_model): row t starts the residual stream of token t
-    position_embeddings: Matrix  # (max_positions, d_model): added to layer 0's query and key input only
-    layers: list[MHAWeights]  # one multi-head attention layer each, no biases
-    W_U: Matrix  # (d_model, vocab_size): the unembedding, residual stream -> logits
-    scale: Optional[float] = None  # the attention scale of every layer; None is 1 / sqrt(d_k)
-
-
-class _ModelSizes(NamedTuple):
-    """The sizes an "induction model" names, for the other arguments of the same function."""
-
-    vocab_size: int
-    d_model: int
-    positions: int  # the most ids the model reads
-
-
-@kind("induction model")
-def _check_model(func: str, name: str, model: object, expected: tuple = ()) -> _ModelSizes:
-    """Check every shape of a model against the others, and every entry is finite.
-
-    It is the "induction model" kind of ``checked``: the sizes it names are
-    vocab_size, d_model and positions (the longest ids it reads).
-    """
-    if not isinstance(model, InductionModel):
-        raise TypeError(f"{func}: {name} must be an InductionModel (from hand_built_model or init_model), "
-                        f"got {type(model).__name__}")
-    vocab_size, d_model = check_matrix(func, f"{name}.token_embeddings", model.token_embeddings, finite=True)
-    positions, d_pos = check_matrix(func, f"{name}.position_embeddings", model.position_embeddings, finite=True)
-    if d_pos != d_model:
-        raise ShapeError(f"{func}: {name}.position_embeddings is {positions}x{d_pos}; it needs d_model = {d_model} columns")
-    if not isinstance(model.layers, (list, tuple)) or len(model.layers) == 0:
-        raise ShapeError(f"{func}: {name}.layers must be a non-empty list of MHAWeights (one per layer)")
-    for layer, w in enumerate(model.layers):
-        _check_layer(func, f"{name}.layers[{layer}]", w, d_model)
-    rows, cols = check_matrix(func, f"{name}.W_U", model.W_U, finite=True)
-    if (rows, cols) != (d_model, vocab_size):
-        raise ShapeError(f"{func}: {name}.W_U is {rows}x{cols}; it must be (d_model, vocab_size) = {d_model}x{vocab_size}")
-    if model.scale is not None:
-        check_number(func, f"{name}.scale", model.scale, positive=True)
-    return _ModelSizes(vocab_size, d_model, positions)
-
-
-def _check_layer(func: str, name: str, w: object, d_model: int) -> None:
-    """One layer: an MHAWeights of h heads, W_Q and W_K (d_model, d_k), W_V (d_model, d_v), W_O (h d_v, d_model)."""
-    if not isinstance(w, MHAWeights):
-        raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(w).__name__}")
-    if any(b is not None for b in w[4:]):
-        raise ValueError(f"{func}: {name} has biases; this model has none")
-    shapes = [check_same_shapes(func, f"{name}.{part}", getattr(w, part), finite=True) for part in ("W_Q", "W_K", "W_V")]
-    (h, rows_q, d_k), (h_k, rows_k, d_k2), (h_v, rows_v, d_v) = shapes
-    if {h, h_k, h_v} != {h} or {rows_q, rows_k, rows_v} != {d_model} or d_k2 != d_k:
-        raise ShapeError(
-            f"{func}: {name} has W_Q {h}x{rows_q}x{d_k}, W_K {h_k}x{rows_k}x{d_k2}, W_V {h_v}x{rows_v}x{d_v} "
-            f"(heads x rows x columns); every head needs d_model = {d_model} rows, W_Q and W_K the same width")
-    if check_matrix(func, f"{name}.W_O", w.W_O, finite=True) != (h * d_v, d_model):
-        raise ShapeError(f"{func}: {name}.W_O is {len(w.W_O)}x{len(w.W_O[0])}; it must be (num_heads * d_v) x "
-                         f"d_model = {h * d_v}x{d_model}")
-
-
-def _scale_of(model: InductionModel, w: MHAWeights) -> float:
-    return 1 / math.sqrt(len(w.W_Q[0][0])) if model.scale is None else model.scale
 
 
 # === The hand-built model ===
@@ -174,7 +98,6 @@ def _scale_of(model: InductionModel, w: MHAWeights) -> float:
 PARTS = ("token", "position", "previous token", "prediction")
 
 
-@checked(vocab_size="positive int", max_len="positive int", also=_at_most(vocab_size="vocab_size", max_len="count"))
 def part_slices(vocab_size: int, max_len: int) -> dict[str, range]:
     """Which columns of the hand-built residual stream hold each part.
 
@@ -185,6 +108,8 @@ def part_slices(vocab_size: int, max_len: int) -> dict[str, range]:
     >>> part_slices(4, 7)
     {'token': range(0, 4), 'position': range(4, 11), 'previous token': range(11, 15), 'prediction': range(15, 19)}
     """
+    _check_limit("part_slices", "vocab_size", vocab_size)
+    _check_limit("part_slices", "max_len", max_len, "count")
     sizes = (vocab_size, max_len, vocab_size, vocab_size)
     starts = [0, vocab_size, vocab_size + max_len, 2 * vocab_size + max_len]
     return {name: range(start, start + size) for name, start, size in zip(PARTS, starts, sizes)}
@@ -202,21 +127,16 @@ def _place(rows: int, cols: int, entries: Sequence[tuple[int, int, int]]) -> Mat
     return M
 
 
-def _hand_sizes(func: str, arguments: dict, sizes: dict) -> None:
-    vocab_size, max_len = arguments["vocab_size"], arguments["max_len"]
-    _check_limit(func, "vocab_size", vocab_size)
-    if vocab_size < 2:
+def check_hand_sizes(func: str, vocab_size: object, max_len: object, scale: object) -> None:
+    """The sizes of a hand-built model: at least 2 tokens and 3 positions, within LIMITS; a positive scale."""
+    if _check_limit(func, "vocab_size", vocab_size) < 2:
         raise ValueError(f"{func}: vocab_size is {vocab_size}; a repeat needs at least 2 different tokens")
-    _check_limit(func, "max_len", max_len, "count")
-    if max_len < 3:
+    if _check_limit(func, "max_len", max_len, "count") < 3:
         raise ValueError(f"{func}: max_len is {max_len}; a run of 2 and the start of its repeat need 3 positions")
+    check_number(func, "scale", scale, positive=True)
 
 
-_HAND_CONTRACT = dict(vocab_size="positive int", max_len="positive int", scale="positive number", also=_hand_sizes)
-
-
-@checked(**_HAND_CONTRACT)
-def hand_built_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE) -> InductionModel:
+def hand_built_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE) -> Model:
     """The induction circuit with weights 0, 1 and -1, for sequences of up to max_len tokens.
 
     d_model = 3 * vocab_size + max_len, in the four ``part_slices``.
@@ -235,6 +155,7 @@ def hand_built_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE
     >>> len(m.token_embeddings[0]), len(m.layers), m.scale
     (13, 2, 5)
     """
+    check_hand_sizes("hand_built_model", vocab_size, max_len, scale)
     V, n = vocab_size, max_len
     part = part_slices(V, n)
     tok, pos, prev, pred = (part[name].start for name in PARTS)
@@ -254,11 +175,10 @@ def hand_built_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE
         W_O=_place(V, d, [(t, pred + t, 1) for t in range(V)]),
     )
     W_U = _place(d, V, [(pred + t, t, 1) for t in range(V)])
-    return InductionModel(E_tok, E_pos, [previous_token_head, induction_head], W_U, scale)
+    return Model(E_tok, E_pos, [previous_token_head, induction_head], W_U, scale=scale, positions="queries and keys")
 
 
-@checked(**_HAND_CONTRACT)
-def one_layer_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE) -> InductionModel:
+def one_layer_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE) -> Model:
     """One layer trying the same job, in the same residual stream as ``hand_built_model``.
 
     Its only head looks for earlier copies of the current token (query and key
@@ -270,6 +190,7 @@ def one_layer_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE)
     >>> len(one_layer_model(3, 4).layers)
     1
     """
+    check_hand_sizes("one_layer_model", vocab_size, max_len, scale)
     V, n = vocab_size, max_len
     part = part_slices(V, n)
     tok, pred = part["token"].start, part["prediction"].start
@@ -280,7 +201,7 @@ def one_layer_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE)
         W_V=[_place(d, V, [(tok + t, t, 1) for t in range(V)])],
         W_O=_place(V, d, [(t, pred + t, 1) for t in range(V)]),
     )
-    return InductionModel(hand.token_embeddings, hand.position_embeddings, [same_token_head], hand.W_U, scale)
+    return hand._replace(layers=[same_token_head])
 
 
 # === Random parameters and the training settings ===
@@ -289,11 +210,10 @@ def one_layer_model(vocab_size: int, max_len: int, *, scale: float = HAND_SCALE)
 class Settings(NamedTuple):
     """Everything a training run depends on.
 
-    The defaults learn both heads within their 500 steps for most seeds (the README gives the
-    count over seeds 0-19). They are the settings measured while planning (FACTS.md: d_model 12,
-    2 heads per layer, N(0, 1) embeddings, N(0, 1/d) weights, Adam lr 0.01, run lengths drawn
-    per sequence), made smaller (8 tokens, runs of 2-6, batches of 16) so that a run takes about
-    40 s of CPU in plain Python instead of minutes.
+    With these defaults a run takes under a minute of CPU in plain Python, and most seeds learn both heads
+    within the 500 steps (the README gives the count over seeds 0-19, measured with ``succeeded``): 8 tokens,
+    runs of 2-6 drawn per sequence, batches of 16, d_model 12 with 2 heads per layer, N(0, 1) embeddings,
+    N(0, 1/d_model) weights and Adam at lr 0.01.
     """
 
     vocab_size: int = 8
@@ -309,13 +229,12 @@ class Settings(NamedTuple):
 
 
 def check_settings(func: str, settings: object) -> Settings:
-    """Check every field of a Settings; return it (the "induction settings" kind of ``checked`` runs it)."""
+    """Check every field of a Settings; return it."""
     if not isinstance(settings, Settings):
         raise TypeError(f"{func}: settings must be a Settings, got {type(settings).__name__}")
     s = settings
-    for name in ("vocab_size", "d_model", "num_heads", "batch_size", "steps"):
+    for name in ("vocab_size", "d_model", "num_heads", "batch_size", "steps", "num_layers"):
         _check_limit(func, name, getattr(s, name))
-    _check_limit(func, "num_layers", s.num_layers)
     if s.num_layers < 2:
         raise ValueError(
             f"{func}: num_layers is {s.num_layers}; an induction head needs 2 layers (a previous-token head, "
@@ -328,28 +247,22 @@ def check_settings(func: str, settings: object) -> Settings:
     return s
 
 
-@kind("induction settings")
-def _settings_kind(func: str, name: str, settings: object, expected: tuple = ()) -> None:
-    check_settings(func, settings)  # it names no sizes: a model of other sizes may be trained or reported on
-
-
 def _check_run_lengths(func: str, min_len: object, max_len: object, vocab_size: int) -> None:
     check_int(func, "min_len", min_len)
     check_int(func, "max_len", max_len)
     if min_len < 2:
         raise ValueError(
-            f"{func}: min_len is {min_len}; a sequence too short to repeat: a run needs at least 2 tokens, "
+            f"{func}: min_len is {quote_int(min_len)}; a sequence too short to repeat: a run needs at least 2 tokens, "
             "so that its repeat holds a token that followed an earlier one")
     if max_len < min_len:
-        raise ValueError(f"{func}: max_len {max_len} is below min_len {min_len}")
+        raise ValueError(f"{func}: max_len {quote_int(max_len)} is below min_len {quote_int(min_len)}")
     if max_len > min(vocab_size, LIMITS["max_len"]):
         raise ValueError(
-            f"{func}: max_len is {max_len}; a run is distinct tokens, so it can be at most vocab_size = "
+            f"{func}: max_len is {quote_int(max_len)}; a run is distinct tokens, so it can be at most vocab_size = "
             f"{vocab_size} (and the limit is {LIMITS['max_len']})")
 
 
-@checked(settings="induction settings")
-def init_model(settings: Settings) -> InductionModel:
+def init_model(settings: Settings) -> Model:
     """Random parameters for ``settings``: N(0, 1) embeddings, N(0, 1/d_model) weights.
 
     Positions: one row for each of the 2 * max_len - 1 positions the model reads.
@@ -358,7 +271,7 @@ def init_model(settings: Settings) -> InductionModel:
     >>> len(m.token_embeddings), len(m.position_embeddings), len(m.layers), len(m.W_U[0])
     (8, 11, 2, 8)
     """
-    s = settings
+    s = check_settings("init_model", settings)
     d, h = s.d_model, s.num_heads
     d_k = d // h
     std = 1 / math.sqrt(d)
@@ -372,309 +285,146 @@ def init_model(settings: Settings) -> InductionModel:
         heads = {name: [draw(d, d_k, f"layer{layer}/{name}/head{hh}", std) for hh in range(h)]
                  for name in ("W_Q", "W_K", "W_V")}
         layers.append(MHAWeights(heads["W_Q"], heads["W_K"], heads["W_V"], draw(h * d_k, d, f"layer{layer}/W_O", std)))
-    return InductionModel(
+    return Model(
         token_embeddings=draw(s.vocab_size, d, "token_embeddings", 1.0),
         position_embeddings=draw(2 * s.max_len - 1, d, "position_embeddings", 1.0),
         layers=layers,
         W_U=draw(d, s.vocab_size, "W_U", std),
+        positions="queries and keys",
     )
 
 
 # === The task ===
 
 
-def _run_lengths(func: str, arguments: dict, sizes: dict) -> None:
-    _check_limit(func, "vocab_size", arguments["vocab_size"])
-    _check_run_lengths(func, arguments["min_len"], arguments["max_len"], arguments["vocab_size"])
-
-
-@checked(rng="rng", vocab_size="positive int", min_len="int", max_len="int", also=_run_lengths)
 def make_sequence(rng: random.Random, vocab_size: int, min_len: int, max_len: int) -> list[int]:
     """A run of L distinct tokens (L drawn from min_len..max_len), then the same run again: 2L ids.
 
     >>> make_sequence(random.Random(1), 10, 2, 4)
     [9, 1, 9, 1]
     """
+    check_rng("make_sequence", "rng", rng)
+    _check_limit("make_sequence", "vocab_size", vocab_size)
+    _check_run_lengths("make_sequence", min_len, max_len, vocab_size)
     return _make_sequence(rng, vocab_size, min_len, max_len)
 
 
 def _make_sequence(rng: random.Random, vocab_size: int, min_len: int, max_len: int) -> list[int]:
-    run = rng.sample(range(vocab_size), rng.randint(min_len, max_len))
-    return run + run
+    run_ = rng.sample(range(vocab_size), rng.randint(min_len, max_len))
+    return run_ + run_
 
 
-@checked(count="positive int", settings="induction settings", name="str", also=_at_most(count="count"))
 def make_sequences(count: int, settings: Settings, name: str) -> list[list[int]]:
     """``count`` sequences drawn from ``derive_rng(settings.seed, "induction/" + name)``.
 
     Different names give independent sets: "held-out" is never trained on.
     """
-    s = settings
-    rng = derive_rng(s.seed, f"induction/{name}")
+    _check_limit("make_sequences", "count", count)
+    s = check_settings("make_sequences", settings)
+    rng = derive_rng(s.seed, f"induction/{check_str('make_sequences', 'name', name)}")
     return [_make_sequence(rng, s.vocab_size, s.min_len, s.max_len) for _ in range(count)]
 
 
-@kind("induction sequence")
-def _check_sequence(func: str, name: str, seq: object, expected: tuple = ()) -> None:
-    """A run and its repeat: 2L ids, L >= 2, the second half equal to the first.
+def check_sequence(func: str, name: str, seq: object, sizes: Optional[Sizes] = None) -> int:
+    """A run and its repeat: 2L ids, L >= 2, the second half equal to the first; return L.
 
-    It is the "induction sequence vocab_size positions" kind of ``checked``: with
-    a model's sizes, the ids are below its vocab_size and it has a position for
-    each of the 2L - 1 tokens it reads (without them, ids are below LIMITS["vocab_size"]).
+    With a model's sizes, the ids are below its vocab_size and it has a position for each of the
+    2L - 1 tokens it reads (without them, ids are below LIMITS["vocab_size"]).
     """
-    vocab_size, positions = expected or (None, None)
     if not isinstance(seq, (list, tuple)) or len(seq) < 4 or len(seq) % 2:
-        n = len(seq) if isinstance(seq, (list, tuple)) else type(seq).__name__
+        n = f"{len(seq):,}" if isinstance(seq, (list, tuple)) else type(seq).__name__
         raise ShapeError(
             f"{func}: {name} has {n} tokens; it must be a run of at least 2 tokens and its repeat (an even "
             "length, at least 4): a sequence too short to repeat has nothing to predict")
     L = len(seq) // 2
-    top = LIMITS["vocab_size"] if vocab_size is None else vocab_size
+    top = LIMITS["vocab_size"] if sizes is None else sizes.vocab_size
     for i, t in enumerate(seq):
         if not 0 <= check_int(func, f"{name}[{i}]", t) < top:
-            raise ValueError(f"{func}: {name}[{i}] is {t}; token ids must be 0 to {top - 1}")
+            raise ValueError(f"{func}: {name}[{i}] is {quote_int(t)}; token ids must be 0 to {top - 1}")
     if list(seq[L:]) != list(seq[:L]):
-        raise ValueError(f"{func}: {name}'s second half must repeat its first half, got {list(seq)}")
-    if positions is not None and 2 * L - 1 > positions:
-        raise ShapeError(f"{func}: {name} has a run of {L}; the model reads {2 * L - 1} tokens but has "
-                         f"{positions} positions")
+        raise ValueError(f"{func}: {name}'s second half must repeat its first half, got {shorten(list(seq))}")
+    if sizes is not None and 2 * L - 1 > sizes.positions:
+        raise ShapeError(f"{func}: {name} has a run of {L:,}; the model reads {2 * L - 1:,} tokens but has "
+                         f"{sizes.positions} positions")
+    return L
 
 
-@kind("induction sequences")
-def _check_sequences(func: str, name: str, sequences: object, expected: tuple = ()) -> None:
-    """The "induction sequences vocab_size positions" kind: a non-empty list of "induction sequence"s."""
+def check_sequences(func: str, name: str, sequences: object, sizes: Sizes) -> int:
+    """A non-empty list of at most LIMITS["count"] runs and their repeats; return the multiply-adds of one
+    forward pass over them all."""
     if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
-        raise ShapeError(f"{func}: {name} must be a non-empty list of sequences (a run and its repeat)")
+        raise ShapeError(f"{func}: {name} must be a non-empty list of sequences (a run and its repeat), "
+                         f"got {shorten(sequences)}")
     if len(sequences) > LIMITS["count"]:
-        raise ValueError(f"{func}: {len(sequences)} {name}; the limit is {LIMITS['count']}")
-    for n, seq in enumerate(sequences):
-        _check_sequence(func, f"{name}[{n}]", seq, expected)
+        raise ValueError(f"{func}: {name} has {len(sequences):,} sequences; the limit is {LIMITS['count']}")
+    return sum(forward_work(sizes, 2 * check_sequence(func, f"{name}[{n}]", seq, sizes) - 1)
+               for n, seq in enumerate(sequences))
 
 
-@checked(seq="induction sequence")
 def repeat_targets(seq: Sequence[int]) -> list[Optional[int]]:
     """For the 2L - 1 tokens the model reads: token i + 1 at the positions i = L .. 2L - 2 of the repeat, else None.
 
     >>> repeat_targets([2, 0, 3, 2, 0, 3])
     [None, None, None, 0, 3]
     """
+    check_sequence("repeat_targets", "seq", seq)
+    return _repeat_targets(seq)
+
+
+def _repeat_targets(seq: Sequence[int]) -> list[Optional[int]]:
     L = len(seq) // 2
     return [None] * L + list(seq[L + 1:])
 
 
-@checked(seq="induction sequence")
 def first_half_targets(seq: Sequence[int]) -> list[Optional[int]]:
     """Token i + 1 at the positions i = 0 .. L - 2 of the first run (nothing there repeats), else None.
 
     >>> first_half_targets([2, 0, 3, 2, 0, 3])
     [0, 3, None, None, None]
     """
+    check_sequence("first_half_targets", "seq", seq)
     return _first_targets(seq)
 
 
-# === Forward pass ===
+def _first_targets(seq: Sequence[int]) -> list[Optional[int]]:
+    L = len(seq) // 2
+    return list(seq[1:L]) + [None] * L
 
 
-class LayerTrace(NamedTuple):
-    """One layer's intermediates, per head where it says so."""
-
-    x: Matrix  # (T, d_model): the residual stream coming in
-    qk_input: Matrix  # (T, d_model): x, plus the positions in layer 0
-    Q: list[Matrix]  # per head, (T, d_k)
-    K: list[Matrix]  # per head, (T, d_k)
-    V: list[Matrix]  # per head, (T, d_v)
-    attention: list[Matrix]  # per head, (T, T): softmax of the masked, scaled scores
-    heads: list[Matrix]  # per head, (T, d_v) = attention V
-    output: Matrix  # (T, d_model) = [head_0 | head_1 | ...] W_O, added to the stream
+# === What the model predicts, and its gradients ===
 
 
-class Trace(NamedTuple):
-    """Every intermediate of one forward pass."""
-
-    layers: list[LayerTrace]
-    residual: Matrix  # (T, d_model): the stream after the last layer
-    logits: Matrix  # (T, vocab_size)
-
-
-@kind("induction ids")
-def _check_ids(func: str, name: str, ids: object, expected: tuple) -> None:
-    """The "induction ids vocab_size positions" kind: token ids the model knows, one per position at most."""
-    vocab_size, positions = expected
-    if not isinstance(ids, (list, tuple)) or len(ids) == 0:
-        raise ShapeError(f"{func}: {name} must be a non-empty list of token ids")
-    if len(ids) > positions:
-        raise ShapeError(f"{func}: {name} has {len(ids)} tokens; the model has {positions} positions")
-    for i, t in enumerate(ids):
-        if not 0 <= check_int(func, f"{name}[{i}]", t) < vocab_size:
-            raise ValueError(f"{func}: {name}[{i}] is {t}; token ids must be 0 to {vocab_size - 1}")
-
-
-# inside=True: the logits are looked at also when another function of this module calls it (predict,
-# head_scores, ...): an overflow inside shows there as inf or nan, and is reported under that function's name.
-@checked(model="induction model", ids="induction ids vocab_size positions", finite_result=lambda trace: trace.logits,
-         inside=True)
-def forward(model: InductionModel, ids: Sequence[int]) -> Trace:
-    """Every intermediate when the model reads ids (T,), T at most the model's positions."""
-    return _forward(model, ids)
-
-
-def _layer_forward(x: Matrix, qk_input: Matrix, w: MHAWeights, mask, c: float) -> LayerTrace:
-    # Every head's Q and K in one product, [W_Q[0] | W_Q[1] | ... | W_K[0] | ...], then cut into
-    # heads: the same sums as one product per head, with fewer calls.
-    h = len(w.W_Q)
-    QK = split_heads(matmul(qk_input, concat_heads(w.W_Q + w.W_K)), 2 * h)
-    Q, K = QK[:h], QK[h:]
-    V = split_heads(matmul(x, concat_heads(w.W_V)), h)
-    A = [softmax_rows(apply_mask(scale(matmul(Q_h, transpose(K_h)), c), mask)) for Q_h, K_h in zip(Q, K)]
-    heads = [matmul(A_h, V_h) for A_h, V_h in zip(A, V)]
-    return LayerTrace(x, qk_input, Q, K, V, A, heads, matmul(concat_heads(heads), w.W_O))
-
-
-def _forward(model: InductionModel, ids: Sequence[int]) -> Trace:
-    T = len(ids)
-    mask = causal_mask(T)
-    x = [list(model.token_embeddings[t]) for t in ids]
-    layers = []
-    for layer, w in enumerate(model.layers):
-        qk_input = add(x, model.position_embeddings[:T]) if layer == 0 else x
-        trace = _layer_forward(x, qk_input, w, mask, _scale_of(model, w))
-        layers.append(trace)
-        x = add(x, trace.output)
-    return Trace(layers, x, matmul(x, model.W_U))
-
-
-@checked(model="induction model", ids="induction ids vocab_size positions")
-def predict(model: InductionModel, ids: Sequence[int]) -> list[int]:
+def predict(model: Model, ids: Sequence[int]) -> list[int]:
     """The most likely next token at every position of ids (the first, on a tie).
 
     >>> predict(hand_built_model(4, 7), [0, 1, 2, 3, 0, 1, 2])[4:]
     [1, 2, 3]
     """
-    logits = forward(model, ids).logits
+    sizes = check_model("predict", "model", model)
+    check_work("predict", "one forward pass", forward_work(sizes, check_ids("predict", "ids", ids, sizes)))
+    try:
+        logits = run(model, ids).logits
+    except OverflowError as error:
+        raise too_large("predict", error) from None
     return [row.index(max(row)) for row in logits]
 
 
-# === Backward pass ===
-
-
-@checked(model="induction model", seq="induction sequence vocab_size positions",
-         finite_result=lambda result: [result[0], *_flatten(result[1])])
-def model_gradients(model: InductionModel, seq: Sequence[int]) -> tuple[float, InductionModel]:
+def model_gradients(model: Model, seq: Sequence[int]) -> tuple[float, Model]:
     """The loss on the repeat of seq (a run and its repeat) and the gradient of every parameter.
 
-    The loss is the mean cross-entropy at the positions of ``repeat_targets``.
-    Backwards through each layer, last first (the residual stream adds, so its
-    gradient passes through unchanged and each layer adds its own part):
-
-        d logits -> dW_U = x_L^T d_logits,  dx_L = d_logits W_U^T
-        layer l (G = dx_{l+1}):  dW_O = concat^T G;  d_head_h = head h's columns of G W_O^T
-            dQ_h, dK_h, dV_h = attention_backward(Q_h, K_h, V_h, d_head_h, causal)
-            dW_Q[h] = qk^T dQ_h,  dW_K[h] = qk^T dK_h,  dW_V[h] = x_l^T dV_h
-            dx_l = G + sum_h (dQ_h W_Q[h]^T + dK_h W_K[h]^T + dV_h W_V[h]^T)
-        layer 0's positions: dE_pos[i] = sum_h (dQ_h W_Q[h]^T + dK_h W_K[h]^T)[i]
-        dE_tok[t] = sum of dx_0[i] over the positions i holding token t
+    The loss is the mean cross-entropy at the positions of ``repeat_targets``;
+    the gradients are model.py's ``backward``: through each layer, last first,
+    the residual stream passing each layer's gradient on unchanged, and layer 0's
+    query and key input giving the position table its gradient.
     """
-    loss, grads, _ = _model_gradients(model, seq)
+    sizes = check_model("model_gradients", "model", model)
+    L = check_sequence("model_gradients", "seq", seq, sizes)
+    check_work("model_gradients", "one forward and backward pass", 3 * forward_work(sizes, 2 * L - 1))
+    try:
+        loss, grads, _ = sequence_gradients(model, seq[:2 * L - 1], _repeat_targets(seq))
+    except OverflowError as error:
+        raise too_large("model_gradients", error) from None
     return loss, grads
-
-
-def _model_gradients(model: InductionModel, seq: Sequence[int]):
-    """Loss, gradients and the forward Trace (the caller may want its attention)."""
-    L = len(seq) // 2
-    ids = seq[:2 * L - 1]
-    fwd = forward(model, ids)  # its logits are looked at: an overflow is named before cross_entropy meets it
-    loss, d_logits = cross_entropy(fwd.logits, [None] * L + list(seq[L + 1:]))
-    dW_U = matmul(transpose(fwd.residual), d_logits)
-    dx = matmul(d_logits, transpose(model.W_U))
-    d_layers: list[MHAWeights] = []
-    d_qk = None
-    for layer in reversed(range(len(model.layers))):
-        w, t = model.layers[layer], fwd.layers[layer]
-        d_w, dx_attn, d_qk = _layer_backward(w, t, dx, _scale_of(model, w))
-        dx = add(dx, dx_attn) if layer == 0 else add(add(dx, dx_attn), d_qk)
-        d_layers.insert(0, d_w)
-    # Layer 0's queries and keys read x_0 + E_pos: both get d_qk.
-    dx = add(dx, d_qk)
-    d_pos = [list(row) for row in d_qk] + [[0.0] * len(row) for row in model.position_embeddings[len(ids):]]
-    d_tok = []
-    for token in range(len(model.token_embeddings)):
-        rows = [dx[i] for i, t in enumerate(ids) if t == token]
-        d_tok.append([math.fsum(col) for col in zip(*rows)] if rows else [0.0] * len(dx[0]))
-    return loss, InductionModel(d_tok, d_pos, d_layers, dW_U, model.scale), fwd
-
-
-def _layer_backward(w: MHAWeights, t: LayerTrace, G: Matrix, c: float) -> tuple[MHAWeights, Matrix, Matrix]:
-    """Gradients of one layer's weights, of its value input x and of its query/key input."""
-    dW_O = matmul(transpose(concat_heads(t.heads)), G)
-    d_heads = split_heads(matmul(G, transpose(w.W_O)), len(w.W_Q))
-    mask = causal_mask(len(G))
-    dQ, dK, dV = [], [], []
-    for h, d_head in enumerate(d_heads):
-        dQ_h, dK_h, dV_h = attention_backward(t.Q[h], t.K[h], t.V[h], d_head, mask=mask, scale=c)
-        dQ.append(dQ_h)
-        dK.append(dK_h)
-        dV.append(dV_h)
-    h = len(dQ)
-    d_QK = split_heads(matmul(transpose(t.qk_input), concat_heads(dQ + dK)), 2 * h)  # qk^T dQ_h, qk^T dK_h
-    d_w = MHAWeights(d_QK[:h], d_QK[h:], split_heads(matmul(transpose(t.x), concat_heads(dV)), h), dW_O)
-    # One matmul adds the heads' terms: [dQ_0 | dK_0 | ...] [W_Q[0] | W_K[0] | ...]^T, one fsum per entry.
-    d_qk = matmul(concat_heads(dQ + dK), transpose(concat_heads(w.W_Q + w.W_K)))
-    dx = matmul(concat_heads(dV), transpose(concat_heads(w.W_V)))
-    return d_w, dx, d_qk
-
-
-# === Flat parameters (for Adam) ===
-
-
-def _matrices(model: InductionModel) -> list[Matrix]:
-    out = [model.token_embeddings, model.position_embeddings]
-    for w in model.layers:
-        out += [*w.W_Q, *w.W_K, *w.W_V, w.W_O]
-    return out + [model.W_U]
-
-
-@checked(model="induction model")
-def flatten(model: InductionModel) -> list[float]:
-    """Every parameter in one list, in a fixed order (``unflatten`` reverses it)."""
-    return _flatten(model)
-
-
-def _flatten(model: InductionModel) -> list[float]:
-    return [x for M in _matrices(model) for row in M for x in row]
-
-
-def _flat_fits(func: str, arguments: dict, sizes: dict) -> None:
-    flat, like = arguments["flat"], arguments["like"]
-    size = sum(len(M) * len(M[0]) for M in _matrices(like))
-    if not isinstance(flat, (list, tuple)) or len(flat) != size:
-        n = len(flat) if isinstance(flat, (list, tuple)) else type(flat).__name__
-        raise ShapeError(f"{func}: flat has {n} numbers but a model shaped like `like` has {size}")
-    check_vector(func, "flat", flat, finite=True)
-
-
-@checked(like="induction model", also=_flat_fits)
-def unflatten(flat: Sequence[float], like: InductionModel) -> InductionModel:
-    """A model shaped like ``like`` holding the numbers of ``flat`` (the order of ``flatten``)."""
-    return _unflatten(flat, like)
-
-
-def _unflatten(flat: Sequence[float], like: InductionModel) -> InductionModel:
-    position = 0
-
-    def take(M: Matrix) -> Matrix:
-        nonlocal position
-        width, rows = len(M[0]), []
-        for _ in M:
-            rows.append(list(flat[position:position + width]))
-            position += width
-        return rows
-
-    E_tok, E_pos = take(like.token_embeddings), take(like.position_embeddings)
-    layers = []
-    for w in like.layers:
-        W_Q, W_K, W_V = [take(M) for M in w.W_Q], [take(M) for M in w.W_K], [take(M) for M in w.W_V]
-        layers.append(MHAWeights(W_Q, W_K, W_V, take(w.W_O)))
-    return InductionModel(E_tok, E_pos, layers, take(like.W_U), like.scale)
 
 
 # === Training ===
@@ -689,69 +439,57 @@ class History(NamedTuple):
     induction: list[float]  # the best last-layer head's induction score
 
 
+def train(settings: Settings, *, progress: Optional[Callable[[int, History], None]] = None,
+          model: Optional[Model] = None) -> tuple[Model, History]:
+    """``settings.steps`` Adam steps, each on a fresh batch; returns the trained model and its History.
+
+    The model starts as ``init_model(settings)`` unless one is given (of the
+    same sizes). ``progress(step, history)`` is called after every step.
+    """
+    s = check_settings("train", settings)
+    if model is not None:
+        sizes = check_model("train", "model", model)
+        if (sizes.vocab_size, sizes.d_model, len(model.layers)) != (s.vocab_size, s.d_model, s.num_layers) \
+                or sizes.positions < 2 * s.max_len - 1:
+            raise ShapeError("train: model does not have the sizes of settings (vocab_size, d_model, num_layers, "
+                             "2 * max_len - 1 positions)")
+    check_progress("train", progress)
+    model = init_model(s) if model is None else model
+    check_training_work("train", s.steps, s.batch_size,
+                        3 * forward_work(check_model("train", "model", model), 2 * s.max_len - 1))
+    rng = derive_rng(s.seed, "induction/batches")
+    sequences = [[_make_sequence(rng, s.vocab_size, s.min_len, s.max_len) for _ in range(s.batch_size)]
+                 for _ in range(s.steps)]
+    batches = [[(seq[:len(seq) - 1], _repeat_targets(seq)) for seq in batch] for batch in sequences]
+    history = History([], [], [], [])
+
+    def record(step: Step) -> None:
+        seqs = sequences[step.number - 1]
+        try:
+            first = [share * loss_of(t.logits, _first_targets(seq))[0]
+                     for share, t, seq in zip(step.shares, step.traces, seqs)]
+        except OverflowError as error:
+            raise too_large("train", error) from None
+        prev, ind = _batch_scores(step.traces, seqs)
+        history.repeat_loss.append(step.loss)
+        history.first_half_loss.append(math.fsum(first))
+        history.previous_token.append(prev)
+        history.induction.append(ind)
+        if progress is not None:
+            progress(step.number, history)
+
+    trained, _ = fit(model, batches, lr=s.lr, progress=record)
+    return trained, history
+
+
 def _batch_scores(traces: Sequence[Trace], seqs: Sequence[Sequence[int]]) -> tuple[float, float]:
+    """The best layer-0 previous-token score and the best last-layer induction score, each the batch's mean."""
     per_seq = [_sequence_scores(t, len(s) // 2) for t, s in zip(traces, seqs)]
     first, last = 0, len(per_seq[0]) - 1
     heads = range(len(per_seq[0][0]))
     prev = max(math.fsum(p[first][h][0] for p in per_seq) / len(per_seq) for h in heads)
     ind = max(math.fsum(p[last][h][1] for p in per_seq) / len(per_seq) for h in heads)
     return prev, ind
-
-
-def _progress_and_model(func: str, arguments: dict, sizes: dict) -> None:
-    s, model, progress = arguments["settings"], arguments["model"], arguments["progress"]
-    if progress is not None and not callable(progress):
-        raise TypeError(f"{func}: progress must be a function (step, history) or None")
-    if model is not None and ((sizes["vocab_size"], sizes["d_model"], len(model.layers)) != (
-            s.vocab_size, s.d_model, s.num_layers) or sizes["positions"] < 2 * s.max_len - 1):
-        raise ShapeError(f"{func}: model does not have the sizes of settings (vocab_size, d_model, num_layers, "
-                         f"2 * max_len - 1 positions)")
-
-
-@checked(settings="induction settings", model="optional induction model", also=_progress_and_model,
-         finite_result=lambda result: _flatten(result[0]))
-def train(settings: Settings, *, progress: Optional[Callable[[int, History], None]] = None,
-          model: Optional[InductionModel] = None) -> tuple[InductionModel, History]:
-    """``settings.steps`` Adam steps, each on a fresh batch; returns the trained model and its History.
-
-    The model starts as ``init_model(settings)`` unless one is given (of the
-    same sizes). ``progress(step, history)`` is called after every step.
-    """
-    s = settings
-    if model is None:
-        model = init_model(s)
-    rng = derive_rng(s.seed, "induction/batches")
-    params, state = flatten(model), None
-    history = History([], [], [], [])
-    for step in range(s.steps):
-        batch = [_make_sequence(rng, s.vocab_size, s.min_len, s.max_len) for _ in range(s.batch_size)]
-        current = _unflatten(params, model)
-        # Every scored position counts once (a run of L has L - 1 of them in its repeat, and as many
-        # in its first half), as PyTorch's cross_entropy averages over the targets of a whole batch.
-        total = sum(len(seq) // 2 - 1 for seq in batch)
-        share = [(len(seq) // 2 - 1) / total for seq in batch]
-        losses, firsts, grads, traces = [], [], [], []
-        for seq, w in zip(batch, share):
-            loss, g, fwd = _model_gradients(current, seq)
-            losses.append(w * loss)
-            grads.append([w * x for x in _flatten(g)])
-            traces.append(fwd)
-            firsts.append(w * cross_entropy(fwd.logits, _first_targets(seq))[0])
-        mean_grad = [math.fsum(entries) for entries in zip(*grads)]
-        params, state = adam_step(params, mean_grad, state, lr=s.lr)
-        prev, ind = _batch_scores(traces, batch)
-        history.repeat_loss.append(math.fsum(losses))
-        history.first_half_loss.append(math.fsum(firsts))
-        history.previous_token.append(prev)
-        history.induction.append(ind)
-        if progress is not None:
-            call_outside(progress, step + 1, history)  # the learner's function: its calls are checked
-    return _unflatten(params, model), history
-
-
-def _first_targets(seq: Sequence[int]) -> list[Optional[int]]:
-    L = len(seq) // 2
-    return list(seq[1:L]) + [None] * L
 
 
 # === Measuring what was learned ===
@@ -778,38 +516,46 @@ def _sequence_scores(t: Trace, L: int) -> list[list[tuple[float, float]]]:
     return out
 
 
-@checked(model="induction model", sequences="induction sequences vocab_size positions")
-def head_scores(model: InductionModel, sequences: Sequence[Sequence[int]]) -> list[HeadScore]:
+def head_scores(model: Model, sequences: Sequence[Sequence[int]]) -> list[HeadScore]:
     """Every head's previous-token and induction score, each the mean over the sequences.
 
     Previous-token: mean attention from i to i - 1 (i >= 1). Induction: mean
     attention from i in the repeat (i = L .. 2L - 2) to i - L + 1, the position
     after the earlier occurrence of token i. The model reads 2L - 1 tokens.
 
-    >>> [f"{s.previous_token:.2f} {s.induction:.2f}" for s in head_scores(hand_built_model(4, 7), [[0, 1, 2, 3, 0, 1, 2, 3]])]
+    >>> scores = head_scores(hand_built_model(4, 7), [[0, 1, 2, 3, 0, 1, 2, 3]])
+    >>> [f"{s.previous_token:.2f} {s.induction:.2f}" for s in scores]
     ['0.98 0.01', '0.31 0.98']
     """
-    per_seq = []
-    for seq in sequences:
-        L = len(seq) // 2
-        per_seq.append(_sequence_scores(forward(model, seq[:2 * L - 1]), L))
+    sizes = check_model("head_scores", "model", model)
+    check_work("head_scores", "one forward pass of each sequence",
+               check_sequences("head_scores", "sequences", sequences, sizes))
+    try:
+        per_seq = [_sequence_scores(run(model, seq[:len(seq) - 1]), len(seq) // 2) for seq in sequences]
+    except OverflowError as error:
+        raise too_large("head_scores", error) from None
     n = len(per_seq)
     return [HeadScore(layer, h, math.fsum(p[layer][h][0] for p in per_seq) / n,
                       math.fsum(p[layer][h][1] for p in per_seq) / n)
             for layer in range(len(model.layers)) for h in range(len(model.layers[layer].W_Q))]
 
 
-@checked(model="induction model", sequences="induction sequences vocab_size positions")
-def repeat_accuracy(model: InductionModel, sequences: Sequence[Sequence[int]]) -> float:
+def repeat_accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:
     """Fraction of the positions of the repeats (``repeat_targets``) where the most likely token is right.
 
     >>> repeat_accuracy(hand_built_model(4, 7), [[0, 1, 2, 3, 0, 1, 2, 3], [3, 1, 3, 1]])
     1.0
     """
+    sizes = check_model("repeat_accuracy", "model", model)
+    check_work("repeat_accuracy", "one forward pass of each sequence",
+               check_sequences("repeat_accuracy", "sequences", sequences, sizes))
     right, total = 0, 0
     for seq in sequences:
         L = len(seq) // 2
-        logits = forward(model, seq[:2 * L - 1]).logits
+        try:
+            logits = run(model, seq[:2 * L - 1]).logits
+        except OverflowError as error:
+            raise too_large("repeat_accuracy", error) from None
         for i in range(L, 2 * L - 1):
             row = logits[i]
             right += row.index(max(row)) == seq[i + 1]
@@ -817,29 +563,28 @@ def repeat_accuracy(model: InductionModel, sequences: Sequence[Sequence[int]]) -
     return right / total
 
 
-@kind("induction scores")
-def _check_scores(func: str, name: str, scores: object, expected: tuple = ()) -> None:
-    """The "induction scores" kind: the non-empty list of HeadScore that head_scores returns."""
+def check_scores(func: str, name: str, scores: object) -> None:
+    """The non-empty list of HeadScore that head_scores returns."""
     if not isinstance(scores, (list, tuple)) or not scores or not all(isinstance(s, HeadScore) for s in scores):
-        raise TypeError(f"{func}: {name} must be the non-empty list head_scores returns")
+        raise TypeError(f"{func}: {name} must be the non-empty list head_scores returns, got {shorten(scores)}")
     for i, s in enumerate(scores):
         check_int(func, f"{name}[{i}].layer", s.layer)
         check_int(func, f"{name}[{i}].head", s.head)
         for field in ("previous_token", "induction"):
-            _a_fraction(func, f"{name}[{i}].{field}", getattr(s, field))
+            check_fraction(func, f"{name}[{i}].{field}", getattr(s, field))
 
 
-def _a_fraction(func: str, name: str, value: object) -> None:
+def check_fraction(func: str, name: str, value: object) -> None:
     """A share of attention or of right answers: a number from 0 to 1."""
     if not 0 <= check_number(func, name, value) <= 1:
-        raise ValueError(f"{func}: {name} is {value}; it is a fraction, from 0 to 1")
+        raise ValueError(f"{func}: {name} is {shorten(value)}; it is a fraction, from 0 to 1")
 
 
-@checked(scores="induction scores", accuracy="number",
-         also=lambda func, arguments, sizes: _a_fraction(func, "accuracy", arguments["accuracy"]))
 def succeeded(scores: Sequence[HeadScore], accuracy: float) -> bool:
     """The success rule: some layer-0 head >= 0.5 previous-token, some last-layer head >= 0.5 induction,
     accuracy >= 0.9."""
+    check_scores("succeeded", "scores", scores)
+    check_fraction("succeeded", "accuracy", accuracy)
     last = max(s.layer for s in scores)
     return (any(s.previous_token >= 0.5 for s in scores if s.layer == 0)
             and any(s.induction >= 0.5 for s in scores if s.layer == last) and accuracy >= 0.9)

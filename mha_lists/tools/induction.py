@@ -12,7 +12,9 @@ loss on the repeated half and the best two scores of the current batch
 
 ``--save FILE`` writes the run (settings, every parameter, the per-step
 history) as JSON; ``--check FILE`` trains again and says whether the result is
-the same, bit for bit (exit 1 if not). Notebook 19 loads such a file.
+the same, bit for bit (exit 1 if not). Notebook 19 loads such a file. A file
+that cannot be used (missing, not a regular file, not a saved run; a folder to
+save into that does not exist) is said in one line, with exit 2, before training.
 """
 
 from __future__ import annotations
@@ -20,35 +22,43 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 from typing import Optional, TextIO
 
-from ..core.checks import ShapeError, check_vector, checked
-from ..teaching.induction import (LIMITS, History, InductionModel, Settings, check_settings, flatten, head_scores,
-                                  init_model, make_sequences, repeat_accuracy, train, unflatten)
+from ..core.checks import MAX_INT_DIGITS, ShapeError, check_positive_int, check_str, check_vector, quote_int, shorten
+from ..teaching.induction import (LIMITS, History, Settings, check_settings, head_scores, init_model, make_sequences,
+                                  repeat_accuracy, train)
+from ..teaching.model import Model, check_model, flatten, unflatten
 from .cli import OneLineErrorParser
 
 __all__ = ["load_run"]  # what notebook 19 imports
 
 HELD_OUT = 200  # held-out sequences for the scores and the accuracy
 FORMAT = "mha-lists induction run 1"
+MAX_RUN_BYTES = 50_000_000  # a saved run of the largest settings is far smaller
+
+
+def file_name(path: str) -> str:
+    """A file name as a message shows it: quoted, and cut short past 200 characters."""
+    return shorten(path, 200)
 
 
 def _steps(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = _seed(text)
     if not 1 <= value <= LIMITS["steps"]:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 to {LIMITS['steps']}")
+        raise argparse.ArgumentTypeError(f"{quote_int(value)} must be 1 to {LIMITS['steps']}")
     return value
 
 
 def _seed(text: str) -> int:
+    if len(text.strip().lstrip("+-")) > MAX_INT_DIGITS:  # before int(): CPython refuses over 4,300 digits
+        raise argparse.ArgumentTypeError(f"a number of {len(text.strip()):,} characters; "
+                                         f"at most {MAX_INT_DIGITS} digits")
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{shorten(text, 40)} is not a whole number") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m mha_lists.tools.induction",
         description="Train a two-layer attention-only model on repeated runs; print each head's scores.",
     )
-    parser.add_argument("--seed", type=_seed, default=default.seed, help=f"seed of every random draw (default {default.seed})")
+    parser.add_argument("--seed", type=_seed, default=default.seed,
+                        help=f"seed of every random draw (default {default.seed})")
     parser.add_argument("--steps", type=_steps, default=default.steps,
                         help=f"Adam steps, 1 to {LIMITS['steps']} (default {default.steps})")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -69,25 +80,49 @@ def build_parser() -> argparse.ArgumentParser:
 # === Saving a run ===
 
 
-def _check_history(func: str, history: object, steps: int) -> None:
+def check_history(func: str, history: object, steps: int) -> None:
     """A History of ``steps`` steps: four lists of that many finite numbers."""
     if not isinstance(history, History):
         raise TypeError(f"{func}: history must be a History (from train), got {type(history).__name__}")
     for field in History._fields:
-        n = check_vector(func, f"history.{field}", getattr(history, field), finite=True)
+        n = check_vector(func, f"history.{field}", getattr(history, field))
         if n != steps:
-            raise ShapeError(f"{func}: history.{field} has {n} entries; it needs one per step (settings.steps = {steps})")
+            raise ShapeError(f"{func}: history.{field} has {n:,} entries; it needs one per step "
+                             f"(settings.steps = {steps})")
 
 
-def _history_of_the_run(func: str, arguments: dict, sizes: dict) -> None:
-    _check_history(func, arguments["history"], arguments["settings"].steps)
-
-
-@checked(settings="induction settings", model="induction model", also=_history_of_the_run)
-def run_to_json(settings: Settings, model: InductionModel, history: History) -> str:
+def run_to_json(settings: Settings, model: Model, history: History) -> str:
     """The run as JSON text; floats are written with repr, so reading them back gives the same bits."""
+    check_settings("run_to_json", settings)
+    check_model("run_to_json", "model", model)
+    check_history("run_to_json", history, settings.steps)
     return json.dumps({"format": FORMAT, "settings": settings._asdict(), "parameters": flatten(model),
                        "history": history._asdict()}, indent=0) + "\n"
+
+
+def run_from_json(text: str) -> tuple[Settings, Model, History]:
+    """Read what ``run_to_json`` wrote: settings, the trained model, its History."""
+    return read_run("run_from_json", check_str("run_from_json", "text", text))
+
+
+def read_run(func: str, text: str) -> tuple[Settings, Model, History]:
+    """``run_from_json``; ``func`` says where the text came from (``load_run`` names its file there)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:  # RecursionError: arrays nested thousands deep
+        raise ValueError(f"{func}: not a saved run ({shorten(str(error), 120)})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{func}: not a saved run (no \"format\": \"{FORMAT}\")")
+    settings = check_settings(func, Settings(**_part(func, data, "settings", Settings._fields)))
+    like = init_model(settings)
+    parameters, size = data.get("parameters"), len(flatten(like))
+    if not isinstance(parameters, list) or len(parameters) != size:
+        n = f"{len(parameters):,}" if isinstance(parameters, list) else type(parameters).__name__
+        raise ValueError(f"{func}: not a saved run (\"parameters\" has {n} numbers; its settings need {size:,})")
+    check_vector(func, "parameters", parameters)
+    history = History(**_part(func, data, "history", History._fields))
+    check_history(func, history, settings.steps)
+    return settings, unflatten(parameters, like), history
 
 
 def _part(func: str, data: dict, key: str, fields: tuple[str, ...]) -> dict:
@@ -98,89 +133,80 @@ def _part(func: str, data: dict, key: str, fields: tuple[str, ...]) -> dict:
     return part
 
 
-@checked(text="str")
-def run_from_json(text: str) -> tuple[Settings, InductionModel, History]:
-    """Read what ``run_to_json`` wrote: settings, the trained model, its History.
+def load_run(path: str) -> tuple[Settings, Model, History]:
+    """``run_from_json`` of the file at ``path``; every message names the file.
 
-    The text is a file's, not an argument a program got wrong: what is wrong in it
-    is said here, in the body, whether ``load_run`` or a learner called it.
+    A file that cannot be opened raises OSError; anything but a regular file (a
+    FIFO, a device, a folder) is refused at once, before a byte is read.
     """
-    func = "run_from_json"
+    path = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(path, str):
+        raise TypeError(f"load_run: path must be a file name (a str), got {shorten(path)} ({type(path).__name__})")
+    name = file_name(path)
+    if "\0" in path:
+        raise ValueError(f"load_run: path {name} has a NUL character in it, which no file name has")
+    # O_NONBLOCK: opening a FIFO waits for a writer without it; a regular file reads the same either way.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as error:  # RecursionError: arrays nested thousands deep
-        raise ValueError(f"{func}: not a saved run ({error})") from error
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{func}: not a saved run (no \"format\": \"{FORMAT}\")")
-    settings = check_settings(func, Settings(**_part(func, data, "settings", Settings._fields)))
-    like = init_model(settings)
-    parameters, size = data.get("parameters"), len(flatten(like))
-    if not isinstance(parameters, list) or len(parameters) != size:
-        n = len(parameters) if isinstance(parameters, list) else type(parameters).__name__
-        raise ValueError(f"{func}: not a saved run (\"parameters\" has {n} numbers; its settings need {size})")
-    check_vector(func, "parameters", parameters, finite=True)
-    history = History(**_part(func, data, "history", History._fields))
-    _check_history(func, history, settings.steps)
-    return settings, unflatten(parameters, like), history
-
-
-MAX_RUN_BYTES = 50_000_000  # a saved run of the largest settings is far smaller; /dev/zero never ends
-
-
-def _a_path(func: str, arguments: dict, sizes: dict) -> None:
-    if not isinstance(arguments["path"], (str, os.PathLike)):
-        raise TypeError(f"{func}: path must be a file name (a str), got {arguments['path']!r:.60} "
-                        f"({type(arguments['path']).__name__})")
-    if "\0" in os.fspath(arguments["path"]):
-        raise ValueError(f"{func}: path has a NUL character in it, which no file name has")
-
-
-@checked(also=_a_path)
-def load_run(path: str) -> tuple[Settings, InductionModel, History]:
-    """``run_from_json`` of the file at ``path`` (a file that cannot be opened raises OSError)."""
-    with open(path, "rb") as f:
-        data = f.read(MAX_RUN_BYTES + 1)
-    if len(data) > MAX_RUN_BYTES:
-        raise ValueError(f"load_run: {path} is larger than {MAX_RUN_BYTES:,} bytes; it is not a saved run")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"load_run: {name} is not a regular file (a FIFO, a device or a folder); "
+                             "a saved run is a file")
+        if info.st_size > MAX_RUN_BYTES:
+            raise ValueError(f"load_run: {name} has {info.st_size:,} bytes, more than {MAX_RUN_BYTES:,}; "
+                             "it is not a saved run")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_RUN_BYTES + 1)
+    finally:
+        os.close(fd)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"load_run: {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
-    return run_from_json(text)
+        raise ValueError(f"load_run: {name} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    return read_run(f"load_run: {name}", text)
+
+
+def check_save_path(path: str) -> Optional[str]:
+    """What is wrong with saving to ``path`` (a missing folder, a folder given as the file), or None."""
+    if "\0" in path:
+        return f"cannot save to {file_name(path)}: it has a NUL character in it, which no file name has"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"cannot save to {file_name(path)}: the folder {file_name(folder)} does not exist"
+    if os.path.isdir(path):
+        return f"cannot save to {file_name(path)}: it is a folder; give a file name"
+    if not os.access(folder, os.W_OK):
+        return f"cannot save to {file_name(path)}: the folder {file_name(folder)} is not writable"
+    return None
 
 
 # === Reporting ===
 
 
-def _held_out_fits(func: str, arguments: dict, sizes: dict) -> None:
-    s = arguments["settings"]
-    if s.vocab_size > sizes["vocab_size"] or 2 * s.max_len - 1 > sizes["positions"]:
-        raise ShapeError(
-            f"{func}: settings draw runs of up to {s.max_len} of {s.vocab_size} tokens (the model reads "
-            f"{2 * s.max_len - 1}), but the model has {sizes['vocab_size']} tokens and {sizes['positions']} positions")
-
-
-@checked(model="induction model", settings="induction settings", also=_held_out_fits)
-def report_lines(model: InductionModel, settings: Settings) -> list[str]:
+def report_lines(model: Model, settings: Settings) -> list[str]:
     """One line per head, then the accuracy, all on ``HELD_OUT`` held-out sequences."""
+    sizes = check_model("report_lines", "model", model)
+    s = check_settings("report_lines", settings)
+    if s.vocab_size > sizes.vocab_size or 2 * s.max_len - 1 > sizes.positions:
+        raise ShapeError(
+            f"report_lines: settings draw runs of up to {s.max_len} of {s.vocab_size} tokens (the model reads "
+            f"{2 * s.max_len - 1}), but the model has {sizes.vocab_size} tokens and {sizes.positions} positions")
     held_out = make_sequences(HELD_OUT, settings, "held-out")
-    lines = [f"layer {s.layer} head {s.head}: previous-token {s.previous_token:.2f}, induction {s.induction:.2f}"
-             for s in head_scores(model, held_out)]
+    lines = [f"layer {h.layer} head {h.head}: previous-token {h.previous_token:.2f}, induction {h.induction:.2f}"
+             for h in head_scores(model, held_out)]
     accuracy = repeat_accuracy(model, held_out)
     lines.append(f"accuracy on the repeated halves: {accuracy:.2f} ({HELD_OUT} held-out sequences)")
     return lines
 
 
-def _a_stream(func: str, arguments: dict, sizes: dict) -> None:
-    stream = arguments["stream"]
-    if not (callable(getattr(stream, "write", None)) and callable(getattr(stream, "flush", None))):
-        raise TypeError(f"{func}: stream must be a text stream (with write and flush), got {type(stream).__name__}")
-
-
-@checked(steps="positive int", also=_a_stream)
 def progress_printer(stream: TextIO, steps: int):
     """A ``progress`` function for ``train`` that rewrites one line on ``stream``: the step, the batch's
     loss on the repeated half, its best layer-0 previous-token and best last-layer induction score."""
+    if not (callable(getattr(stream, "write", None)) and callable(getattr(stream, "flush", None))):
+        raise TypeError(f"progress_printer: stream must be a text stream (with write and flush), "
+                        f"got {type(stream).__name__}")
+    check_positive_int("progress_printer", "steps", steps)
+
     def show(step: int, history: History) -> None:
         # Under 80 columns, padded so a shorter line covers a longer one before it.
         line = (f"step {step}/{steps}  loss (repeat) {history.repeat_loss[-1]:.3f}  "
@@ -192,34 +218,39 @@ def progress_printer(stream: TextIO, steps: int):
     return show
 
 
-def _argv(func: str, arguments: dict, sizes: dict) -> None:
-    argv = arguments["argv"]
-    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
-        raise TypeError(f"{func}: argv must be a list of str (the command's arguments) or None, got {argv!r:.60}")
-
-
-@checked(also=_argv)
 def main(argv: Optional[list[str]] = None) -> int:
+    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"main: argv must be a list of str (the command's arguments) or None, got {shorten(argv)}")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.save and args.check:
         parser.error("give --save or --check, not both")
+    if args.save and check_save_path(args.save):
+        parser.error(check_save_path(args.save))
     settings = Settings(seed=args.seed, steps=args.steps)
-    progress = None if args.quiet else progress_printer(sys.stderr, settings.steps)
     if args.check:
         try:
             saved = load_run(args.check)
-        except (OSError, ValueError, TypeError, KeyError) as error:
-            print(f"{parser.prog}: error: cannot read {args.check}: {error}", file=sys.stderr)
+        except OSError as error:
+            print(f"{parser.prog}: error: cannot read {file_name(args.check)}: {error.strerror or error}",
+                  file=sys.stderr)
+            return 2
+        except ValueError as error:  # ShapeError is a ValueError; the message names the file
+            print(f"{parser.prog}: error: {error}", file=sys.stderr)
             return 2
         settings = saved[0]
-        progress = None if args.quiet else progress_printer(sys.stderr, settings.steps)
+    progress = None if args.quiet else progress_printer(sys.stderr, settings.steps)
     model, history = train(settings, progress=progress)
     print(f"trained {settings.steps} steps, seed {settings.seed}: loss on the repeated half "
           f"{history.repeat_loss[0]:.3f} -> {history.repeat_loss[-1]:.3f}")
     if args.save:
-        with open(args.save, "w", encoding="utf-8") as f:
-            f.write(run_to_json(settings, model, history))
+        try:
+            with open(args.save, "w", encoding="utf-8") as f:
+                f.write(run_to_json(settings, model, history))
+        except OSError as error:
+            print(f"{parser.prog}: error: cannot save to {file_name(args.save)}: {error.strerror or error}",
+                  file=sys.stderr)
+            return 2
         print(f"saved to {args.save}")
     for line in report_lines(model, settings):
         print(line)
