@@ -746,6 +746,7 @@ def test_every_public_function_leaves_its_arguments_alone(call, args, kwargs):
 
 def test_the_module_keeps_no_state():
     # Nothing at module level that a call could change and the next call read: no lists, dicts or sets.
+    # (Under mutmut, the mutation tester, the module also holds its tables of mutants: "mutmut" in their names.)
     state = [name for name, value in vars(attention_module).items()
-             if not name.startswith("__") and isinstance(value, (list, dict, set))]
+             if not name.startswith("__") and "mutmut" not in name and isinstance(value, (list, dict, set))]
     assert state == []
