@@ -20,7 +20,8 @@ teaching/   around it: the examples the notebooks use and the topics beyond one 
             (init_mha_weights, parameter_count), display.py (print_matrix, heatmaps),
             pictures.py (SVG drawn from the live numbers),
             strided.py, cost.py, torch_init.py, block.py, decoding.py (decode_step),
-            training.py, induction.py
+            model.py (the one model that trains: embeddings, attention layers through
+            the core, the unembedding, Adam), and its tasks training.py, induction.py
 tools/      apart: commands, ``python -m mha_lists.tools.NAME``
             cli.py (``python -m mha_lists``), site.py, worksheet.py, exercises.py,
             bench.py (also ``python -m mha_lists.bench``, by the top-level bench.py),
