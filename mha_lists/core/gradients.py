@@ -23,14 +23,15 @@ weight 0, so their dS entries are exactly 0 and they pass no gradient back.
 =====================================  ============================================
 softmax_backward(p, dp)                ds for one softmax row
 softmax_jacobian(p)                    the matrix diag(p) - p p^T itself
-column_sums(M), sum_matrices(Ms)       bias gradients; gradients that meet
+column_sums(M), summed(Ms)             bias gradients; gradients that meet
 attention_backward(Q, K, V, G)         one head: (dQ, dK, dV)
 attention_backward_trace(x, w, G)      every backward intermediate, per head
 multi_head_attention_backward(x, w, G) MHAGradients of every input and weight
 MHAGradients, BackwardTrace            what the last two return
+head_backward, backward                the same, unchecked: a step of the head loop; the layer
 =====================================  ============================================
 
-Every sum is a ``math.fsum`` (through ``matmul`` or directly), so the
+Every sum is a ``math.fsum`` (through ``product`` or directly), so the
 gradients are the same bits on CPython 3.10 to 3.13. No argument is changed.
 """
 

@@ -2,7 +2,7 @@
 
 A mask is a (queries, keys) list of rows of booleans; **True means "may attend"**,
 as in PyTorch's ``scaled_dot_product_attention``. Attention puts -inf where the
-mask is False (``apply_mask``), and softmax turns -inf into a weight of exactly 0.0.
+mask is False (``masked``), and softmax turns -inf into a weight of exactly 0.0.
 
 softmax(s)_j = exp(s_j - max(s)) / sum_t exp(s_t - max(s)). Subtracting the
 largest score changes nothing in exact arithmetic and keeps ``exp`` from
