@@ -40,3 +40,13 @@ def assert_no_mutation(call, *args, **kwargs):
     except (ValueError, TypeError):
         pass  # a refused call must leave its arguments alone too
     assert (args, kwargs) == before or repr((args, kwargs)) == repr(before)
+
+
+def assert_template(messages, bad_calls, key):
+    """The bad call of ``key`` raises exactly its error, worded exactly as the template (the one place a
+    message is pinned word for word)."""
+    error, call, fields = bad_calls[key]
+    with pytest.raises(error) as info:
+        call()
+    assert type(info.value) is error
+    assert str(info.value) == messages[key].format(**fields)

@@ -15,7 +15,7 @@ from mha_lists.core.attention import (MAX_WORK, check_weights, head_loop, kv_hea
                                       one_head)
 from mha_lists.core.softmax_and_masks import MAX_MASK_SIDE
 from mha_lists.teaching.weights import derive_rng
-from bad_inputs import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
@@ -92,11 +92,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === An independent forward pass: explicit loops, builtin arithmetic, no shared code ===

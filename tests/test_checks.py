@@ -9,7 +9,7 @@ import random
 import threading
 
 import pytest
-from bad_inputs import RAW, assert_no_mutation, finite_everywhere, refused
+from bad_inputs import RAW, assert_no_mutation, assert_template, finite_everywhere, refused
 
 from mha_lists.core import checks
 from mha_lists.core.checks import (ShapeError, all_fine, all_finite, check_bool, check_int, check_matrices,
@@ -91,11 +91,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === The helpers, one by one ===

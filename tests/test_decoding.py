@@ -7,7 +7,7 @@ import pytest
 
 from mha_lists import ShapeError, causal_mask, decode_step, init_mha_weights, multi_head_attention, running_example
 from mha_lists.teaching.decoding import KVCache
-from bad_inputs import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 W4 = init_mha_weights(4, 2, seed=0)
@@ -44,11 +44,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === The cache gives the full pass, bit for bit ===

@@ -8,7 +8,7 @@ import pytest
 from mha_lists import ShapeError, attention_heatmap, format_matrix
 from mha_lists.teaching import display
 from mha_lists.teaching.display import BarChart, Heatmap, bar_chart, format_number, heatmap, print_matrix, show
-from bad_inputs import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, assert_template, refused
 
 NAN, INF = math.nan, math.inf
 
@@ -57,11 +57,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === What they show ===

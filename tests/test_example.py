@@ -9,7 +9,7 @@ from mha_lists.teaching import example, weights
 from mha_lists.teaching.display import format_number
 from mha_lists.teaching.example import (EMBED_STD, MAX_LEN, MAX_TOKENS, SENTENCE, VOCAB, embed, embedding_table, encode,
                                         tokenize)
-from bad_inputs import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, assert_template, refused
 
 NAN, INF = math.nan, math.inf
 VOCAB_TEXT = "<PAD> <BOS> <EOS> I like transformers"
@@ -53,11 +53,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === The running example ===

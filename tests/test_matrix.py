@@ -9,7 +9,7 @@ from mha_lists import ShapeError, add, add_row, concat_heads, dot, matmul, scale
 from mha_lists.core.matrix import columns_of, finite, joined, product, split_rows
 from mha_lists.teaching.weights import derive_rng
 from mha_lists.tools.bench import textbook_matmul
-from bad_inputs import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
@@ -59,11 +59,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === Hand-worked cases ===

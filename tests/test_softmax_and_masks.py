@@ -9,7 +9,7 @@ from mha_lists import ShapeError, causal_mask, combine_masks, padding_mask, soft
 from mha_lists.core.softmax_and_masks import (MAX_MASK_SIDE, check_mask, entropy, length_mask, masked,
                                               softmax_of_rows)
 from mha_lists.teaching.weights import derive_rng
-from bad_inputs import assert_no_mutation, finite_everywhere, refused
+from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
 
 NAN, INF = math.nan, math.inf
 SIDE = MAX_MASK_SIDE
@@ -62,11 +62,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 def random_rows(T, d, seed=3, name="x"):

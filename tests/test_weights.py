@@ -10,7 +10,7 @@ from mha_lists import ShapeError, concat_heads, init_mha_weights, multi_head_att
 from mha_lists.teaching import weights
 from mha_lists.teaching.weights import (INIT_SCHEMES, MAX_STD, MAX_WEIGHTS, check_layer_settings, check_size,
                                         check_std, check_weight_count, derive_rng, init_matrix)
-from bad_inputs import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, assert_template, refused
 
 NAN, INF = math.nan, math.inf
 R = random.Random(0)
@@ -51,11 +51,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === Parameter counts against the published figures ===

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from bad_inputs import assert_no_mutation, refused
+from bad_inputs import assert_no_mutation, assert_template, refused
 
 from mha_lists.teaching.paper import integer_matrix, paper_example, table_softmax
 from mha_lists.tools import worksheet as module
@@ -119,11 +119,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 # === An independent forward pass: loops, no mha_lists ===
