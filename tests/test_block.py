@@ -6,6 +6,7 @@ import random
 import statistics
 
 import pytest
+from bad_inputs import assert_template
 
 from mha_lists import ShapeError, add, multi_head_attention, running_example
 from mha_lists.teaching.block import LAYER_NORM_EPS, dropout, layer_norm
@@ -118,10 +119,7 @@ MESSAGE_CASES = [
 
 @pytest.mark.parametrize("key, call, error, fields", MESSAGE_CASES, ids=[case[0] for case in MESSAGE_CASES])
 def test_each_message_is_its_template(key, call, error, fields):
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, {key: (error, call, fields)}, key)
 
 
 def test_every_template_is_tried():

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from bad_inputs import refused
+from bad_inputs import assert_template, refused
 
 from mha_lists.core.checks import ShapeError
 from mha_lists.teaching.display import format_matrix
@@ -92,10 +92,7 @@ def test_message(key):
         assert code == 2 and (printed == expected or printed == MESSAGES["one line"].format(
             prog="python -m mha_lists", message=expected))
         return
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error
-    assert str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, {key: (error, call, fields)}, key)
 
 
 def run(*args):
