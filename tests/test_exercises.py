@@ -166,7 +166,7 @@ BAD_CALLS = {
     "not regular": (NotebookError, lambda: read_notebook("/dev/null"), dict(path="/dev/null")),
     "missing": (NotebookError, lambda: read_notebook(ROOT / "gone.ipynb"), dict(path=ROOT / "gone.ipynb")),
     "cannot read": (NotebookError, lambda: read_notebook("a\0b.ipynb"),
-                    dict(path="'a\\x00b.ipynb'", error="embedded null byte")),
+                    dict(path="'a\\x00b.ipynb'", error="the path has a NUL character in it")),
     "too big": (NotebookError, raising(NotebookError("read_notebook: big.ipynb is larger than 20,000,000 bytes, "
                                                      "the limit")), dict(path="big.ipynb")),  # called for real below
     "not JSON": (NotebookError, lambda: read_notebook(ROOT / "README.md"),

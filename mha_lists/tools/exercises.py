@@ -383,6 +383,8 @@ def read_notebook(path: pathlib.Path) -> dict:
     func = "read_notebook"
     path = check_path(func, "path", path)
     where = _shown(path)
+    if "\0" in str(path):  # each CPython words its own error for this differently
+        raise NotebookError(f"{func}: cannot read {where}: the path has a NUL character in it")
     try:
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):  # a FIFO or a device would make the read below wait, or never end
@@ -398,7 +400,7 @@ def read_notebook(path: pathlib.Path) -> dict:
         raise NotebookError(f"{func}: {where} does not exist") from None
     except NotebookError:
         raise
-    except (OSError, ValueError) as e:  # ValueError: a path with a NUL character in it
+    except OSError as e:
         raise NotebookError(f"{func}: cannot read {where}: {_why(e)}") from None
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise NotebookError(f"{func}: {where} is larger than {MAX_NOTEBOOK_BYTES:,} bytes, the limit")
