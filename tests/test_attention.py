@@ -16,11 +16,13 @@ from mha_lists.core.attention import (MAX_WORK, check_weights, head_loop, kv_hea
 from mha_lists.core.softmax_and_masks import MAX_MASK_SIDE
 from mha_lists.teaching.weights import derive_rng
 from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
+from test_checks import MESSAGES as SHARED
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
 W4 = init_mha_weights(4, 2, seed=0)  # d_model 4, 2 heads of width 2
 X3 = [[0.1, 0.2, 0.3, 0.4], [0.5, -0.6, 0.7, 0.8], [0.0, 1.0, -1.0, 0.5]]
+W_BIG_OUT = MHAWeights([[[1.0]]], [[[1.0]]], [[[1.0]]], [[1e308]], b_O=[1e308])  # d_model 1, one head
 
 # Every message this module writes itself, once (the shared ones are in test_checks.py).
 MESSAGES = {
@@ -48,7 +50,14 @@ MESSAGES = {
     "linear X W": "linear: X is {n}x{d_in} and W is {d_in_W}x{d_out}; X's columns ({d_in}) must equal W's rows ({d_in_W})",
     "linear b": "linear: W is {d_in}x{d_out} and b has {n} entries; b needs one entry per column of W ({d_out})",
     "multiply_adds divide": "multiply_adds: d_model {d_model} is not divisible by num_heads {h}; pass d_k and d_v",
+    "outputs overflow": "{func}: the outputs are too large: " + OVERFLOW,
 }
+MESSAGES["outputs overflow (trace)"] = MESSAGES["outputs overflow"]
+# The argument's name in a shared message (its wording is pinned in test_checks.py).
+MESSAGES.update({f"attention {name}": SHARED["entry not finite"] for name in "QKV"})
+MESSAGES["linear X"] = SHARED["entry not finite"]
+SIZES = ("seq_len", "d_model", "num_heads", "d_k", "d_v", "num_kv_heads", "context_len")
+MESSAGES.update({f"multiply_adds {name}": SHARED["not positive"] for name in SIZES})
 
 BIG = [[1.0] * 100] * 4096
 BAD_CALLS = {
@@ -83,7 +92,22 @@ BAD_CALLS = {
     "linear X W": (ShapeError, lambda: linear([[1.0, 2.0]], [[1.0, 2.0]]), dict(n=1, d_in=2, d_in_W=1, d_out=2)),
     "linear b": (ShapeError, lambda: linear([[1.0]], [[1.0, 2.0]], [1.0]), dict(d_in=1, d_out=2, n=1)),
     "multiply_adds divide": (ShapeError, lambda: multiply_adds(4, 10, 3, d_k=2), dict(d_model=10, h=3)),
+    # W_O's product is 1e308, finite; b_O's 1e308 on top of it is not
+    "outputs overflow": (ValueError, lambda: multi_head_attention([[1.0]], W_BIG_OUT),
+                         dict(func="multi_head_attention")),
+    "outputs overflow (trace)": (ValueError, lambda: attention_trace([[1.0]], W_BIG_OUT), dict(func="attention_trace")),
+    "attention Q": (ValueError, lambda: attention([[NAN]], [[1.0]], [[1.0]]), dict(func="attention", name="Q[0][0]",
+                                                                                 value="nan")),
+    "attention K": (ValueError, lambda: attention([[1.0]], [[1.0], [INF]], [[1.0], [2.0]]),
+                    dict(func="attention", name="K[1][0]", value="inf")),
+    "attention V": (ValueError, lambda: attention([[1.0]], [[1.0]], [[1.0, -INF]]),
+                    dict(func="attention", name="V[0][1]", value="-inf")),
+    "linear X": (ValueError, lambda: linear([[1.0, NAN]], [[1.0], [1.0]]), dict(func="linear", name="X[0][1]",
+                                                                                value="nan")),
 }
+BAD_CALLS.update({f"multiply_adds {name}": (  # each size 0 in turn, the others fine
+    ValueError, lambda sizes=dict(zip(SIZES, [3, 4, 2, 2, 2, 1, 5]), **{name: 0}): multiply_adds(**sizes),
+    dict(func="multiply_adds", name=name, value=0)) for name in SIZES})
 
 
 def test_every_template_has_a_bad_call():
@@ -375,6 +399,24 @@ def test_weight_shape_errors():
         check_weights("demo", "weights", list(w))
 
 
+def test_weight_groups_that_are_not_lists_are_named():
+    # Not a list of matrices at all, in every group: named (W_Q first), never a raw "not iterable".
+    for w in (W4._replace(W_Q=5), W4._replace(W_Q=5, W_K=5, W_V=5)):
+        with pytest.raises(ShapeError, match=r"^multi_head_attention: weights\.W_Q must be a non-empty list with one "
+                                             r"matrix per head, got 5"):
+            multi_head_attention(X3, w)
+
+
+def test_heads_of_two_shapes_in_every_group_are_refused():
+    # W_Q, W_K and W_V each with a second head narrower than its first: the first is named, never taken for all.
+    narrow = lambda Ms: [Ms[0], [row[:1] for row in Ms[1]]]  # noqa: E731
+    w = W4._replace(W_Q=narrow(W4.W_Q), W_K=narrow(W4.W_K), W_V=narrow(W4.W_V))
+    for func in (multi_head_attention, attention_trace):
+        with pytest.raises(ShapeError, match=rf"^{func.__name__}: weights\.W_Q\[0\] is 4x2 but "
+                                             r"weights\.W_Q\[1\] is 4x1"):
+            func(X3, w)
+
+
 W_ALL = init_mha_weights(4, 2, seed=0, bias=True, num_kv_heads=1)
 
 
@@ -592,6 +634,12 @@ def test_linear_and_multiply_adds():
         refused("multiply_adds", lambda: multiply_adds(*args))
 
 
+@pytest.mark.parametrize("kwargs", [dict(), dict(d_k=3), dict(d_v=5), dict(num_kv_heads=1, context_len=7)])
+def test_multiply_adds_are_ints(kwargs):
+    counts = multiply_adds(5, 16, 2, **kwargs)  # d_k and d_v default to d_model // num_heads = 8
+    assert all(type(n) is int for n in counts.values()), counts
+
+
 # === The head loop and one head: the unchecked kernels ===
 
 
@@ -683,6 +731,57 @@ def test_attention_has_a_budget_of_work():
 def test_a_call_just_inside_the_budget_runs():
     Q = [[1.0]] * 1000
     assert len(attention(Q, Q, Q)) == 1000  # 1000 * 1000 * 2 = 2 million multiply-adds
+
+
+# The budget and the length limit at their edge, made small: exactly at the limit runs, one past is refused
+# with the count. (attention.py reads its own names MAX_WORK and MAX_MASK_SIDE: those are patched.)
+
+
+def test_attention_at_the_edge_of_its_budget(monkeypatch):
+    Q, K, V = [[1.0, 0.0]] * 2, [[0.0, 1.0]] * 3, [[1.0, 2.0, 3.0]] * 3  # T 2, T_k 3, d_k 2, d_v 3
+    monkeypatch.setattr(attention_module, "MAX_WORK", 30)  # T * T_k * (d_k + d_v) = 2 * 3 * 5
+    assert attention(Q, K, V) == [[1.0, 2.0, 3.0]] * 2
+    monkeypatch.setattr(attention_module, "MAX_WORK", 29)
+    with pytest.raises(ValueError, match=r"^attention: these sizes take 30 multiply-adds; one call here does "
+                                         r"at most 29 "):
+        attention(Q, K, V)
+
+
+def test_linear_at_the_edge_of_its_budget(monkeypatch):
+    X, W = [[1.0] * 3] * 2, [[1.0] * 5] * 3  # n * d_in * d_out = 2 * 3 * 5
+    monkeypatch.setattr(attention_module, "MAX_WORK", 30)
+    assert linear(X, W) == [[3.0] * 5] * 2
+    monkeypatch.setattr(attention_module, "MAX_WORK", 29)
+    with pytest.raises(ValueError, match=r"^linear: these sizes take 30 multiply-adds; one call here does at most 29 "):
+        linear(X, W)
+
+
+def test_a_layer_at_the_edge_of_its_budget(monkeypatch):
+    # T 2 queries, T_k 3 keys, d_model 4, h 2 query heads, g 1 key/value head, d_k 3, d_v 5:
+    # projections (T h d_k + T_k g (d_k + d_v) + T h d_v) d_model = (12 + 24 + 20) * 4 = 224,
+    # heads h T T_k (d_k + d_v) = 2 * 2 * 3 * 8 = 96: 320 in all.
+    w = init_mha_weights(4, 2, seed=0, num_kv_heads=1, d_k=3, d_v=5)
+    x, context = X3[:2], X3
+    monkeypatch.setattr(attention_module, "MAX_WORK", 320)
+    assert attention_trace(x, w, context=context).output == multi_head_attention(x, w, context=context)
+    monkeypatch.setattr(attention_module, "MAX_WORK", 319)
+    for func in (multi_head_attention, attention_trace):
+        with pytest.raises(ValueError, match=rf"^{func.__name__}: these sizes take 320 multiply-adds; one call here "
+                                             r"does at most 319 "):
+            func(x, w, context=context)
+
+
+def test_the_length_limit_at_its_edge(monkeypatch):
+    monkeypatch.setattr(attention_module, "MAX_MASK_SIDE", 3)
+    assert len(attention([[1.0]] * 3, [[1.0]] * 3, [[1.0]] * 3)) == 3
+    assert len(multi_head_attention(X3, W4, context=X3)) == 3
+    X4 = X3 + [[0.0] * 4]
+    for call, start in [(lambda: attention([[1.0]] * 4, [[1.0]], [[1.0]]), "attention: Q has 4 rows"),
+                        (lambda: attention([[1.0]], [[1.0]] * 4, [[1.0]] * 4), "attention: K has 4 rows"),
+                        (lambda: multi_head_attention(X4, W4), "multi_head_attention: x has 4 rows"),
+                        (lambda: multi_head_attention(X3, W4, context=X4), "multi_head_attention: context has 4 rows")]:
+        with pytest.raises(ValueError, match=f"^{start}; attention here takes at most 3 tokens"):
+            call()
 
 
 # === Bad inputs of every kind: a named error of one short line, never a raw one ===

@@ -7,9 +7,11 @@ import math
 import pytest
 
 from mha_lists import MHAWeights, ShapeError, causal_mask, init_mha_weights, multi_head_attention, padding_mask
+from mha_lists.core.attention import attention_trace, trace_layer
 from mha_lists.core.gradients import (
     attention_backward,
     attention_backward_trace,
+    backward,
     column_sums,
     head_backward,
     multi_head_attention_backward,
@@ -19,6 +21,7 @@ from mha_lists.core.gradients import (
 )
 from mha_lists.teaching.weights import derive_rng
 from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
+from test_checks import MESSAGES as SHARED
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
@@ -35,6 +38,12 @@ MESSAGES = {
     "gradients overflow": "{func}: the gradients are too large: " + OVERFLOW,
     "column sums overflow": "column_sums: the column sums are too large: " + OVERFLOW,
 }
+for _where in ("dK", "softmax_backward", "trace", "layer"):
+    MESSAGES[f"gradients overflow ({_where})"] = MESSAGES["gradients overflow"]
+MESSAGES["softmax_backward dp"] = SHARED["entry not finite"]  # the argument's name in a shared message
+
+# scores x_i x_j (W_Q's 1e-9 times scale 1e9), but the keys' second column 1e300 times the scale is past float64
+W_BIG_DQ = MHAWeights([[[1e-9, 0.0]]], [[[1.0, 1e300]]], [[[1.0]]], [[1.0]])
 
 BAD_CALLS = {
     "dp length": (ShapeError, lambda: softmax_backward([0.5, 0.5], [1.0, 2.0, 3.0]), dict(n=2, m=3)),
@@ -45,6 +54,20 @@ BAD_CALLS = {
     "gradients overflow": (ValueError, lambda: attention_backward([[1.0]], [[1.0]], [[1e308]], [[1e308]]),
                            dict(func="attention_backward")),
     "column sums overflow": (ValueError, lambda: column_sums([[1e308], [1e308]]), {}),
+    # dQ = dS K * scale is small; dK = dS^T Q * scale is not: Q's 1e300 times the scale 1e9
+    "gradients overflow (dK)": (ValueError, lambda: attention_backward([[1e-9, 1e300]], [[1.0, 0.0], [0.0, 0.0]],
+                                                                       [[1.0], [0.0]], [[1.0]], scale=1e9),
+                                dict(func="attention_backward")),
+    "gradients overflow (softmax_backward)": (ValueError, lambda: softmax_backward([1.0, 0.0], [-1e308, 1e308]),
+                                              dict(func="softmax_backward")),  # 0 * (1e308 + 1e308)
+    "gradients overflow (trace)": (ValueError, lambda: attention_backward_trace([[1.0], [2.0]], W_BIG_DQ,
+                                                                                [[1.0], [1.0]], scale=1e9),
+                                   dict(func="attention_backward_trace")),
+    "gradients overflow (layer)": (ValueError, lambda: multi_head_attention_backward([[1.0], [2.0]], W_BIG_DQ,
+                                                                                     [[1.0], [1.0]], scale=1e9),
+                                   dict(func="multi_head_attention_backward")),
+    "softmax_backward dp": (ValueError, lambda: softmax_backward([0.5, 0.5], [1.0, NAN]),
+                            dict(func="softmax_backward", name="dp[1]", value="nan")),
 }
 
 
@@ -234,7 +257,36 @@ def test_arguments_are_not_changed():
 def test_no_biases_means_none():
     x, w, context, G, mask = _config(11)
     g = multi_head_attention_backward(x, w, G)
-    assert (g.b_Q, g.b_K, g.b_V, g.b_O, g.context) == (None, None, None, None, None)
+    assert (g.b_Q, g.b_K, g.b_V, g.b_O, g.context, g.values) == (None, None, None, None, None, None)
+
+
+def test_values_with_an_input_of_their_own_split_the_gradient_of_x():
+    # backward(..., values=v) (the values read v, the queries and keys x): with v = x, .x + .values is the
+    # self-attention gradient of x, and there is no context.
+    x, w, _, G, mask = _config(15, bias=True)
+    c = 1 / math.sqrt(len(w.W_Q[0][0]))
+    g = backward(w, trace_layer(x, w, None, None, c, values=x), x, None, G, c, values=x).gradients
+    assert g.context is None
+    both = summed([g.x, g.values])
+    self_g = multi_head_attention_backward(x, w, G)
+    assert all(a == pytest.approx(b, abs=1e-13) for ra, rb in zip(both, self_g.x) for a, b in zip(ra, rb))
+    assert g.W_V == self_g.W_V
+
+
+def test_attention_backward_uses_the_scale_it_is_given():
+    # d_k 4, so the default scale is 1/2; with scale 1 the scores are (0, ln 3): weights (1/4, 3/4), dV = A^T G.
+    Q, K, V = [[1.0, 0.0, 0.0, 0.0]], [[0.0] * 4, [math.log(3), 0.0, 0.0, 0.0]], [[1.0], [3.0]]
+    dQ, dK, dV = attention_backward(Q, K, V, [[1.0]], scale=1.0)
+    assert dV == [[pytest.approx(0.25)], [pytest.approx(0.75)]]
+    # dS = p (dA - p . dA) with dA = V^T = (1, 3), p . dA = 5/2: (1/4 * -3/2, 3/4 * 1/2); dQ = dS K
+    assert dQ == [[pytest.approx(0.375 * math.log(3)), 0.0, 0.0, 0.0]]
+
+
+def test_the_backward_trace_uses_its_mask_and_scale():
+    x, w, _, G, mask = _config(16, mask="causal")
+    trace = attention_backward_trace(x, w, G, mask=mask, scale=0.25)
+    assert trace.forward == attention_trace(x, w, mask=mask, scale=0.25)
+    assert trace.gradients == multi_head_attention_backward(x, w, G, mask=mask, scale=0.25)
 
 
 # === Errors, named at the function called ===
@@ -267,8 +319,11 @@ def test_other_bad_inputs_are_named():
         multi_head_attention_backward(x, "w", G)
     with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: mask is 4x3"):
         multi_head_attention_backward(x, w, G, mask=[[True] * 3] * 4)
-    with pytest.raises(ValueError, match=r"^multi_head_attention_backward: mask row 1 is all False"):
-        multi_head_attention_backward(x, w, G, mask=[[True] * 4, [False] * 4, [True] * 4, [True] * 4])
+    for func in (multi_head_attention_backward, attention_backward_trace):
+        with pytest.raises(ValueError, match=rf"^{func.__name__}: mask row 1 is all False"):
+            func(x, w, G, mask=[[True] * 4, [False] * 4, [True] * 4, [True] * 4])
+    with pytest.raises(ValueError, match=r"^attention_backward: mask row 0 is all False"):
+        attention_backward([[1.0]], [[1.0], [2.0]], [[1.0], [2.0]], [[1.0]], mask=[[False, False]])
     with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: context is 2x5"):
         multi_head_attention_backward(x, w, G, context=[[0.0] * 5] * 2)
     with pytest.raises(ValueError, match=r"^multi_head_attention_backward: scale must be a positive"):

@@ -6,10 +6,12 @@ import math
 import pytest
 
 from mha_lists import ShapeError, add, add_row, concat_heads, dot, matmul, scale, shape, split_heads, transpose
+from mha_lists.core import matrix as matrix_module
 from mha_lists.core.matrix import columns_of, finite, joined, product, split_rows
 from mha_lists.teaching.weights import derive_rng
 from mha_lists.tools.bench import textbook_matmul
 from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
+from test_checks import MESSAGES as SHARED
 
 NAN, INF = math.nan, math.inf
 OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
@@ -20,6 +22,8 @@ MESSAGES = {
     "dot overflow": "dot: the products of u and v are too large: " + OVERFLOW,
     "matmul shapes": "matmul: A is {n}x{m} and B is {m_B}x{p}; A's columns ({m}) must equal B's rows ({m_B})",
     "matmul overflow": "matmul: the products of A and B are too large: " + OVERFLOW,
+    "matmul work": "matmul: A is {n}x{m} and B is {m_B}x{p}: {work} multiply-adds; one call here does at most "
+                   "200,000,000 (about ten seconds)",
     "add shapes": "add: A is {a}x{b} and B is {c}x{d}; both must have the same shape",
     "add overflow": "add: the sums of A and B are too large: " + OVERFLOW,
     "add_row width": "add_row: M is {n}x{p} and b has {m} entries; b needs one entry per column ({p})",
@@ -32,6 +36,9 @@ MESSAGES = {
     "split_rows sizes": "split_rows: sizes must be a non-empty list of positive ints, got {value}",
     "split_rows total": "split_rows: M has {n} rows but the sizes {sizes} add up to {total}; "
                         "they must be positive and add up to the number of rows",
+    # The argument's name in a shared message (its wording is pinned in test_checks.py).
+    "add_row M": SHARED["entry not finite"],
+    "split_rows M": SHARED["not rows"],
 }
 
 BAD_CALLS = {
@@ -39,6 +46,9 @@ BAD_CALLS = {
     "dot overflow": (ValueError, lambda: dot([1e155, 1e155], [1e155, 1e155]), {}),
     "matmul shapes": (ShapeError, lambda: matmul([[1.0] * 16] * 5, [[1.0] * 8] * 8), dict(n=5, m=16, m_B=8, p=8)),
     "matmul overflow": (ValueError, lambda: matmul([[1e200]], [[1e200]]), {}),
+    # 10000 * 2 * 10001 multiply-adds, refused before any; were they run, the first sum would overflow at once
+    "matmul work": (ValueError, lambda: matmul([[1e154, 1e154]] * 10_000, [[1e154] * 10_001] * 2),
+                    dict(n=10_000, m=2, m_B=2, p=10_001, work="200,020,000")),
     "add shapes": (ShapeError, lambda: add([[1, 2]], [[1], [2]]), dict(a=1, b=2, c=2, d=1)),
     "add overflow": (ValueError, lambda: add([[1e308]], [[1e308]]), {}),
     "add_row width": (ShapeError, lambda: add_row([[1, 2]], [1, 2, 3]), dict(n=1, p=2, m=3)),
@@ -46,10 +56,13 @@ BAD_CALLS = {
     "scale overflow": (ValueError, lambda: scale([[1e300]], 1e10), {}),
     "split_heads width": (ShapeError, lambda: split_heads([[1, 2, 3, 4]], 3), dict(n=1, m=4, h=3)),
     "concat_heads list": (ShapeError, lambda: concat_heads([]), dict(value="[]")),
-    "concat_heads rows": (ShapeError, lambda: concat_heads([[[1], [2]], [[3]]]),
-                          dict(first=2, c0=1, b=1, rows=1, cols=1)),
-    "split_rows sizes": (TypeError, lambda: split_rows([[1.0], [2.0]], None), dict(value="None")),
+    "concat_heads rows": (ShapeError, lambda: concat_heads([[[1, 2, 3], [4, 5, 6]], [[7]]]),
+                          dict(first=2, c0=3, b=1, rows=1, cols=1)),
+    "split_rows sizes": (TypeError, lambda: split_rows([[1.0], [2.0]], ()), dict(value="()")),
     "split_rows total": (ShapeError, lambda: split_rows([[1], [2]], [1]), dict(n=2, sizes=[1], total=1)),
+    "add_row M": (ValueError, lambda: add_row([[1.0, NAN]], [1.0, 2.0]), dict(func="add_row", name="M[0][1]",
+                                                                              value="nan")),
+    "split_rows M": (TypeError, lambda: split_rows(None, [1]), dict(func="split_rows", name="M", type="NoneType")),
 }
 
 
@@ -200,6 +213,16 @@ def test_other_functions_name_their_arguments():
         transpose([[1, None]])
     with pytest.raises(TypeError, match=r"^shape: M must be a list of rows"):
         shape(5)
+
+
+def test_matmul_does_at_most_max_work_multiply_adds(monkeypatch):
+    A, B = [[1.0] * 3] * 2, [[1.0] * 5] * 3  # 2 * 3 * 5 = 30 multiply-adds
+    monkeypatch.setattr(matrix_module, "MAX_WORK", 30)
+    assert matmul(A, B) == [[3.0] * 5] * 2  # exactly at the limit: run
+    monkeypatch.setattr(matrix_module, "MAX_WORK", 29)
+    with pytest.raises(ValueError, match=r"^matmul: A is 2x3 and B is 3x5: 30 multiply-adds; one call here does at "
+                                         r"most 29 "):
+        matmul(A, B)
 
 
 def test_an_int_too_large_for_a_float_names_the_argument():

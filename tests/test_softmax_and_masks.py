@@ -6,7 +6,7 @@ import time
 import pytest
 
 from mha_lists import ShapeError, causal_mask, combine_masks, padding_mask, softmax, softmax_rows
-from mha_lists.core.softmax_and_masks import (MAX_MASK_SIDE, check_mask, entropy, length_mask, masked,
+from mha_lists.core.softmax_and_masks import (MAX_MASK_SIDE, check_mask, check_scores, entropy, length_mask, masked,
                                               softmax_of_rows)
 from mha_lists.teaching.weights import derive_rng
 from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
@@ -130,6 +130,11 @@ def test_entropy():
 def test_entropy_takes_only_weights_softmax_could_make():
     for p in ([-0.5, 1.5], [0.5, 0.6], [NAN], [INF, 0.0], [], None, ["a"]):
         refused("entropy", lambda: entropy(p))
+    with pytest.raises(ValueError, match=r"^entropy: p\[1\] is nan"):
+        entropy([1.0, NAN])
+    # adds up to 1 within 1e-9, every entry >= 0, but one above 1: not a weight
+    refused("entropy", lambda: entropy([1 + 5e-10, 0.0]))
+    assert entropy([1 - 5e-10, 0.0]) == pytest.approx(0.0, abs=1e-9)  # within 1e-9 of adding up to 1
 
 
 def test_entropy_of_values_past_float_range_is_refused_by_name():
@@ -166,6 +171,11 @@ def test_masked_puts_minus_inf_where_the_mask_says_no():
     assert masked(S, None) is S
 
 
+def test_check_scores_returns_the_shape():
+    assert check_scores("demo", "v", [0.0, -INF, 2.0], vector=True) == (1, 3)  # one row
+    assert check_scores("demo", "S", [[0.0, -INF]] * 2) == (2, 2)
+
+
 def test_check_mask_returns_the_shape():
     assert check_mask("demo", "mask", [[True, False]]) == (1, 2)
     assert check_mask("demo", "mask", [[True, False]], (1, 2)) == (1, 2)
@@ -191,7 +201,8 @@ def test_mask_errors_name_the_argument():
         length_mask(1, 3, num_queries=0)
     with pytest.raises(TypeError, match=r"^length_mask: seq_len must be an int"):
         length_mask(1, None)
-    with pytest.raises(TypeError, match=r"^combine_masks: masks\[0\]\[1\] must be a row"):
+    with pytest.raises(TypeError, match=r"^combine_masks: masks\[0\]\[1\] must be a row \(a list of True/False\), "
+                                        r"got NoneType"):
         combine_masks([[True], None])
 
 
