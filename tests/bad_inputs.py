@@ -2,6 +2,7 @@
 
 import copy
 import math
+import random
 
 import pytest
 
@@ -50,3 +51,27 @@ def assert_template(messages, bad_calls, key):
         call()
     assert type(info.value) is error
     assert str(info.value) == messages[key].format(**fields)
+
+
+def snapshot(obj):
+    """What to compare before and after a call: nested values (nan equal to nan), a generator by its state."""
+    if isinstance(obj, random.Random):
+        return ("Random", obj.getstate())
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, [snapshot(item) for item in obj])
+    if isinstance(obj, dict):
+        return ("dict", [(snapshot(k), snapshot(v)) for k, v in obj.items()])
+    return obj if type(obj) is int else repr(obj)  # an int of over 4,300 digits has no repr
+
+
+def assert_refused_unchanged(name, bad_calls, errors):
+    """Every bad call of ``name`` in ``bad_calls`` (rows of name, func, args, kwargs) raises one of
+    ``errors``, named and one short line, and leaves its arguments as they were."""
+    for func, args, kwargs in [case[1:] for case in bad_calls if case[0] == name]:
+        before = snapshot((args, kwargs))
+        with pytest.raises(errors) as info:
+            func(*args, **kwargs)
+        message = str(info.value)
+        assert message.startswith(f"{name}: "), message
+        assert "\n" not in message and len(message) < 300, message
+        assert snapshot((args, kwargs)) == before, f"{name} changed its arguments"

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from bad_inputs import assert_template
 
 from mha_lists import causal_mask, init_mha_weights, multi_head_attention, running_example
 from mha_lists.core.gradients import multi_head_attention_backward
@@ -36,10 +37,7 @@ def test_every_template_has_a_bad_call():
 
 @pytest.mark.parametrize("key", MESSAGES)
 def test_message(key):
-    error, call, fields = BAD_CALLS[key]
-    with pytest.raises(error) as info:
-        call()
-    assert type(info.value) is error and str(info.value) == MESSAGES[key].format(**fields)
+    assert_template(MESSAGES, BAD_CALLS, key)
 
 
 @pytest.mark.parametrize("call, error, start", [

@@ -70,9 +70,9 @@ def dot(u: Vector, v: Vector) -> float:  # (n,) . (n,) -> ()
     n, n_v = check_vector("dot", "u", u), check_vector("dot", "v", v)
     if n != n_v:
         raise ShapeError(f"dot: u has {n} entries and v has {n_v}; they must have the same length")
-    try:
-        return finite(product([u], [[x] for x in v]), "the products of u and v")[0][0]
-    except OverflowError:
+    try:  # every product u[t] * v[t], then one correctly rounded sum
+        return finite([[fsum(map(mul, u, v))]], "the products of u and v")[0][0]
+    except (OverflowError, ValueError):  # the sum past float64's range, or fsum's inf - inf
         raise too_large("dot", "the products of u and v") from None
 
 
