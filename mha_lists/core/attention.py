@@ -1,4 +1,4 @@
-"""Attention: one head, then many -- the formula, written with the functions notebook 00 teaches.
+"""Attention: one head, then many -- the formula, in the arithmetic notebook 00 teaches.
 
     attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + M) V
 
@@ -25,7 +25,9 @@ attention, a smaller divisor grouped-query attention, 1 multi-query); ``W_O``
 
 Each public function checks its arguments at its top, then runs the formula:
 ``one_head`` (the formula for one head), ``head_loop`` (every head) and
-``project`` (the projections), which trust what they are given.
+``project`` (the projections), which trust what they are given. They multiply with
+``matrix.product``, matmul's arithmetic without its checks: ``product(Q, list(zip(*K)))`` is
+``matmul(Q, transpose(K))``, the same sums in the same order.
 """
 
 from __future__ import annotations
