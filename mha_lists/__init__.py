@@ -5,17 +5,18 @@ weight is (d_in, d_out) and applied as ``matmul(X, W)`` -- W_O included.
 
 Three layers, each in its own folder; imports only point down (tools -> teaching -> core):
 
-core/       the formula, read in one sitting
+core/       the formula, read in one sitting, and the arithmetic it is written with
             checks.py             ShapeError; the helpers each function checks with
-            matrix.py             shape, dot, matmul, transpose, add, add_row, scale,
-                                  split_heads, concat_heads
-            softmax_and_masks.py  causal_mask, padding_mask, combine_masks, softmax,
-                                  softmax_rows
+            matrix.py             product (matmul unchecked), joined, columns_of, finite
+            softmax_and_masks.py  causal_mask, softmax, softmax_rows
             attention.py          attention (one head), multi_head_attention,
                                   attention_trace, MHAWeights; one_head and
                                   head_loop, the formula on checked arguments
             gradients.py          attention_backward, multi_head_attention_backward
 teaching/   around it: the examples the notebooks use and the topics beyond one layer
+            lists_as_matrices.py (notebook 00: shape, dot, matmul, transpose, add,
+            add_row, scale, split_heads, concat_heads), masks.py (padding_mask,
+            combine_masks), softmax_row.py (entropy, softmax's gradient),
             example.py (running_example), paper.py (notebook 00a), weights.py
             (init_mha_weights, parameter_count), display.py (print_matrix, heatmaps),
             pictures.py (SVG drawn from the live numbers),
@@ -34,8 +35,9 @@ from its file (``from mha_lists.teaching.strided import tensor``).
 from .core.attention import MHAWeights, attention, attention_trace, multi_head_attention
 from .core.checks import ShapeError
 from .core.gradients import attention_backward, multi_head_attention_backward
-from .core.matrix import add, add_row, concat_heads, dot, matmul, scale, shape, split_heads, transpose
-from .core.softmax_and_masks import causal_mask, combine_masks, padding_mask, softmax, softmax_rows
+from .teaching.lists_as_matrices import add, add_row, concat_heads, dot, matmul, scale, shape, split_heads, transpose
+from .core.softmax_and_masks import causal_mask, softmax, softmax_rows
+from .teaching.masks import combine_masks, padding_mask
 from .teaching.decoding import decode_step
 from .teaching.display import attention_heatmap, format_matrix, print_matrix
 from .teaching.example import running_example

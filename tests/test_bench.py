@@ -95,7 +95,7 @@ def test_count_calls_counts_every_frame_of_the_package_and_nothing_else():
     assert count_calls(lambda: [describe((5, 16)) for _ in range(3)]) == (3, 1, 1)  # its generator expression: no
     assert count_calls(lambda: shorten(10**20)) == (2, 2, 1)  # shorten, then quote_int
     assert count_calls(lambda: (quote_int(1), sorted([3, 1]), gc.isenabled())) == (1, 1, 1)  # C functions: no
-    from mha_lists.core.attention import kv_head_for
+    from mha_lists.teaching.weights import kv_head_for
     frames, functions, files = count_calls(lambda: kv_head_for(1, 2, 1))
     assert functions >= 2 and files == 2 and frames >= functions  # attention.py and checks.py
 

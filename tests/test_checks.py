@@ -12,9 +12,9 @@ import pytest
 from bad_inputs import RAW, assert_no_mutation, assert_template, finite_everywhere, refused
 
 from mha_lists.core import checks
-from mha_lists.core.checks import (ShapeError, all_fine, all_finite, check_bool, check_int, check_matrices,
-                                   check_matrix, check_number, check_positive_int, check_rng, check_rows, check_str,
-                                   check_vector, describe, is_number, quote_int, shorten, too_large)
+from mha_lists.core.checks import (ShapeError, all_fine, all_finite, check_int, check_matrix, check_number,
+                                   check_positive_int, check_rows, check_sizes, check_type, check_vector, describe,
+                                   is_number, quote_int, shorten, too_large)
 
 NAN, INF = math.nan, math.inf
 ROW_HINT = "a matrix is a list of rows, so write a vector v as [v] (one row)"
@@ -32,18 +32,17 @@ MESSAGES = {
     "entry not finite": "{func}: {name} is {value}; entries must be finite numbers",
     "not a vector": "{func}: {name} must be a list of numbers, got {type}",
     "empty vector": "{func}: {name} is empty; a vector needs at least one entry",
-    "no matrices": "{func}: {name} must be a non-empty list with {what}, got {value}",
-    "heads differ": "{func}: {name}[0] is {first} but {name}[{h}] is {shape}; every head must have the same shape",
+    "no matrices": "{func}: {name} must be a non-empty list with one matrix per head, got {value}",
+    "sizes differ": "{func}: {a} is {a_shape} and {b} is {b_shape}; {a}'s {a_place} and {b}'s {b_place} must be "
+                    "equal: both are {size} in {a} ({a_dims}) and {b} ({b_dims})",
     "not an int": "{func}: {name} must be an int, got {value} ({type})",
     "int too long": "{func}: {name} is {int}; an int here has at most 100 digits",
     "not positive": "{func}: {name} must be a positive int, got {value}",
     "past most": "{func}: {name} is {value}; it is at most {most} here",
-    "not a number": "{func}: {name} must be a number, got {value} ({type})",
-    "not finite": "{func}: {name} must be a finite number, got {value}",
-    "not positive number": "{func}: {name} must be a positive finite number, got {value}",
-    "not a bool": "{func}: {name} must be True or False, got {value}",
-    "not a str": "{func}: {name} must be a str, got {value} ({type})",
-    "not an rng": "{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type}",
+    "not a number": "{func}: {name} must be a finite number, got {value} ({type})",
+    "not finite": "{func}: {name} must be a finite number, got {value} ({type})",
+    "not positive number": "{func}: {name} must be a positive finite number, got {value} ({type})",
+    "wrong type": "{func}: {name} must be {what}, got {value} ({type})",
     "too large": "{func}: {what} are too large: " + OVERFLOW,
 }
 
@@ -63,10 +62,10 @@ BAD_CALLS = {
     "entry not finite": (ValueError, lambda: check_vector("f", "v", [1.0, NAN]), dict(func="f", name="v[1]", value="nan")),
     "not a vector": (TypeError, lambda: check_vector("f", "v", 3), dict(func="f", name="v", type="int")),
     "empty vector": (ShapeError, lambda: check_vector("f", "v", ()), dict(func="f", name="v")),
-    "no matrices": (ShapeError, lambda: check_matrices("f", "Ms", []),
-                    dict(func="f", name="Ms", what="one matrix per head", value="[]")),
-    "heads differ": (ShapeError, lambda: check_matrices("f", "Ms", [[[1.0]], [[1.0]], [[1.0, 2.0]]]),
-                     dict(func="f", name="Ms", first="1x1", h=2, shape="1x2")),
+    "no matrices": (ShapeError, lambda: check_sizes("f", ("Ms", [], "h n m")), dict(func="f", name="Ms", value="[]")),
+    "sizes differ": (ShapeError, lambda: check_sizes("f", ("Ms", [[[1.0]], [[1.0]], [[1.0, 2.0]]], "h n m")),
+                     dict(func="f", a="Ms[0]", a_shape="1x1", b="Ms[2]", b_shape="1x2", a_place="columns",
+                          b_place="columns", size="m", a_dims="n, m", b_dims="n, m")),
     "not an int": (TypeError, lambda: check_int("f", "seed", True), dict(func="f", name="seed", value=True, type="bool")),
     "int too long": (ValueError, lambda: check_int("f", "seed", 10**5000),
                      dict(func="f", name="seed", int="an int of about 5,000 digits")),
@@ -74,12 +73,12 @@ BAD_CALLS = {
     "past most": (ValueError, lambda: check_positive_int("f", "n", 5000, most=4096),
                   dict(func="f", name="n", value=5000, most="4,096")),
     "not a number": (TypeError, lambda: check_number("f", "c", [2]), dict(func="f", name="c", value=[2], type="list")),
-    "not finite": (ValueError, lambda: check_number("f", "c", -INF), dict(func="f", name="c", value="-inf")),
+    "not finite": (ValueError, lambda: check_number("f", "c", -INF), dict(func="f", name="c", value="-inf",
+                                                                           type="float")),
     "not positive number": (ValueError, lambda: check_number("f", "c", 0.0, positive=True),
-                            dict(func="f", name="c", value=0.0)),
-    "not a bool": (TypeError, lambda: check_bool("f", "bias", 1), dict(func="f", name="bias", value=1)),
-    "not a str": (TypeError, lambda: check_str("f", "name", 5), dict(func="f", name="name", value=5, type="int")),
-    "not an rng": (TypeError, lambda: check_rng("f", "rng", random), dict(func="f", name="rng", type="module")),
+                            dict(func="f", name="c", value=0.0, type="float")),
+    "wrong type": (TypeError, lambda: check_type("f", "bias", 1, bool, "True or False"),
+                   dict(func="f", name="bias", what="True or False", value=1, type="int")),
     "too large": (ValueError, lambda: (_ for _ in ()).throw(too_large("f", OverflowError("the scores"))),
                   dict(func="f", what="the scores")),
 }
@@ -144,8 +143,8 @@ def deeply_nested(depth=100_000):
 def test_a_list_nested_past_the_recursion_limit_is_shown_short():
     # repr() of it raises RecursionError, and every message that shows a value goes through shorten
     # (issue 21: never a raw RecursionError, try nested lists).
-    from mha_lists.core.matrix import dot, matmul, split_heads
-    from mha_lists.core.softmax_and_masks import padding_mask
+    from mha_lists.teaching.lists_as_matrices import dot, matmul, split_heads
+    from mha_lists.teaching.masks import padding_mask
     from mha_lists.teaching.display import format_matrix
     from mha_lists.teaching.weights import init_mha_weights
     deep = deeply_nested()
@@ -183,7 +182,7 @@ def test_huge_ints_that_cancel_are_named_not_reported_as_an_overflow():
     # 10**400 - 10**400 is 0, a finite total, so the fast test (all_fine) takes the matrix; but neither
     # entry is a float. Issue 21: "huge ints that cancel pass the fast finite check" and "an int past float
     # range is reported as 'a product or sum overflowed' naming no argument".
-    from mha_lists.core.matrix import add, matmul
+    from mha_lists.teaching.lists_as_matrices import add, matmul
     B = 10**400
     assert all_fine([[[B, -B]]]) is False
     with pytest.raises(ValueError, match=r"^demo: A\[0\]\[0\] is an int of 401 digits, too large for a float"):
@@ -205,15 +204,15 @@ def test_check_matrix_returns_the_shape_and_lets_inf_through_when_asked():
         check_matrix("demo", "A", [[INF, "x"]], finite=False)
     assert check_rows("demo", "mask", [[True, None]]) == (1, 2)  # entries are not looked at
     assert check_vector("demo", "v", [INF], finite=False) == 1
-    assert check_matrices("demo", "W", [[[1.0]], [[2.0]]]) == (2, 1, 1)
+    assert check_sizes("demo", ("W", [[[1.0]], [[2.0]]], "h n m"), ("b", [1.0], "m")) == {"h": 2, "n": 1, "m": 1}
 
 
 def test_the_other_helpers_return_what_they_checked():
     rng = random.Random(0)
     assert check_positive_int("demo", "n", 4096, most=4096) == 4096
     assert check_number("demo", "c", 10**300) == 10**300 and check_number("demo", "c", -2.5) == -2.5
-    assert check_bool("demo", "b", False) is False and check_str("demo", "s", "") == ""
-    assert check_rng("demo", "rng", rng) is rng
+    assert check_type("demo", "b", False, bool, "True or False") is False and check_type("demo", "s", "", str, "a str") == ""
+    assert check_type("demo", "rng", rng, random.Random, "a random.Random (e.g. derive_rng(seed, name))") is rng
 
 
 def test_too_large_names_what_overflowed_or_the_values():
@@ -227,16 +226,20 @@ def test_the_module_keeps_no_state():
     # (Under mutmut, the mutation tester, the module also holds its tables of mutants: "mutmut" in their names.)
     state = {name: value for name, value in vars(checks).items() if not name.startswith("__") and "mutmut" not in name
              and not callable(value) and not isinstance(value, type(checks))}
-    assert set(state) <= {"MAX_INT_DIGITS", "annotations", "Optional"}, state
+    assert set(state) <= {"MAX_INT_DIGITS", "PLACES", "Optional"}, state
+    assert isinstance(checks.PLACES, tuple)
 
 
 # === A call behaves the same wherever it comes from (issue 21) ===
 
 from mha_lists.core import attention as attention_module  # noqa: E402
-from mha_lists.core.attention import attention, head_loop, kv_head_for, multi_head_attention, one_head  # noqa: E402
-from mha_lists.core.gradients import column_sums, softmax_backward  # noqa: E402
-from mha_lists.core.matrix import add, dot, matmul, scale, split_heads, transpose  # noqa: E402
-from mha_lists.core.softmax_and_masks import causal_mask, combine_masks, softmax, softmax_rows  # noqa: E402
+from mha_lists.core.attention import attention, head_loop, multi_head_attention, one_head  # noqa: E402
+from mha_lists.core.gradients import column_sums  # noqa: E402
+from mha_lists.teaching.lists_as_matrices import add, dot, matmul, scale, split_heads, transpose  # noqa: E402
+from mha_lists.core.softmax_and_masks import causal_mask, softmax, softmax_rows  # noqa: E402
+from mha_lists.teaching.masks import combine_masks  # noqa: E402
+from mha_lists.teaching.softmax_row import softmax_backward  # noqa: E402
+from mha_lists.teaching.weights import kv_head_for  # noqa: E402
 from mha_lists.teaching.weights import init_mha_weights  # noqa: E402
 
 W = init_mha_weights(8, 2, seed=1)
@@ -346,7 +349,8 @@ def test_the_same_error_in_many_threads_at_once():
 def test_no_public_function_is_wrapped():
     # The real signature in the def, no wrapper frame: no __wrapped__, no door.
     from mha_lists.core import gradients, matrix, softmax_and_masks
-    for module in (matrix, softmax_and_masks, attention_module, gradients):
+    from mha_lists.teaching import lists_as_matrices, masks, softmax_row
+    for module in (matrix, softmax_and_masks, attention_module, gradients, lists_as_matrices, masks, softmax_row):
         for name in module.__all__:
             obj = getattr(module, name)
             assert not hasattr(obj, "__wrapped__") and not hasattr(obj, "contract"), f"{module.__name__}.{name}"

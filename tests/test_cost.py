@@ -6,7 +6,8 @@ import pytest
 from bad_inputs import assert_template
 
 from mha_lists import ShapeError, attention_trace, concat_heads, matmul, running_example
-from mha_lists.teaching.cost import MultiplyAddCounter
+from mha_lists.teaching.cost import MultiplyAddCounter, multiply_adds
+from bad_inputs import assert_no_mutation, refused
 
 # Each message of cost.py, pinned once; the counter speaks as matmul, which it stands in for.
 MESSAGES = {
@@ -93,3 +94,33 @@ def test_bad_input_gets_a_short_named_error_and_changes_nothing(args):
         MultiplyAddCounter().matmul(*args)
     assert str(info.value).startswith("matmul: ") and len(str(info.value)) < 300, str(info.value)
     assert repr(args) == repr(before)
+
+
+# === multiply_adds: the formula, for any sizes ===
+
+
+def test_multiply_adds_by_hand():
+    assert multiply_adds(5, 16, 2) == {"Q": 1280, "K": 1280, "V": 1280, "scores": 400, "weighted_sum": 400,
+                                       "W_O": 1280}
+    assert multiply_adds(4, 12, 3) == {"Q": 4 * 12 * 12, "K": 4 * 12 * 12, "V": 4 * 12 * 12,
+                                       "scores": 3 * 4 * 4 * 4, "weighted_sum": 3 * 4 * 4 * 4, "W_O": 4 * 12 * 12}
+    assert multiply_adds(4, 10, 3, d_k=2, d_v=5)["W_O"] == 4 * 3 * 5 * 10
+
+
+def test_multiply_adds_names_its_arguments():
+    for kwargs in ({}, {"d_k": 2}, {"d_v": 2}):
+        with pytest.raises(ShapeError, match=r"^multiply_adds: d_model 10 is not divisible by num_heads 3; pass d_k "
+                                             r"and d_v$"):
+            multiply_adds(4, 10, 3, **kwargs)
+    for args in ((0, 16, 2), (5, "16", 2), (5, 16, 2.0), (None, 16, 2)):
+        refused("multiply_adds", lambda: multiply_adds(*args))
+    for name in ("d_k", "d_v", "num_kv_heads", "context_len"):
+        with pytest.raises(ValueError, match=rf"^multiply_adds: {name} must be a positive int, got 0$"):
+            multiply_adds(3, 4, 2, **{name: 0})
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(d_k=3), dict(d_v=5), dict(num_kv_heads=1, context_len=7)])
+def test_multiply_adds_are_ints(kwargs):
+    counts = multiply_adds(5, 16, 2, **kwargs)  # d_k and d_v default to d_model // num_heads = 8
+    assert all(type(n) is int for n in counts.values()), counts
+    assert_no_mutation(multiply_adds, 5, 16, 2, **kwargs)

@@ -8,6 +8,7 @@ import pytest
 from mha_lists import ShapeError, causal_mask, decode_step, init_mha_weights, multi_head_attention, running_example
 from mha_lists.teaching.decoding import KVCache
 from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
+from test_checks import MESSAGES as SHARED
 
 NAN, INF = math.nan, math.inf
 W4 = init_mha_weights(4, 2, seed=0)
@@ -15,7 +16,7 @@ ROW = [[0.1, 0.2]]
 
 # Every message this module writes itself, once (the shared ones are in test_checks.py and test_attention.py).
 MESSAGES = {
-    "x_row": "decode_step: x_row has {n} entries but the weights expect d_model = {d_model}",
+    "x_row": SHARED["sizes differ"],
     "not a cache": "decode_step: {name} must be a KVCache (or None for the first token), got {type}",
     "cache heads": "decode_step: {name}.{field} has {n} matrices; it needs one per key/value head ({g})",
     "cache width": "decode_step: {name}.{field}[{g}] is {shape}; its rows must have {width} entries (d_{which})",
@@ -26,7 +27,9 @@ MESSAGES = {
 }
 
 BAD_CALLS = {
-    "x_row": (ShapeError, lambda: decode_step([0.1] * 3, W4), dict(n=3, d_model=4)),
+    "x_row": (ShapeError, lambda: decode_step([0.1] * 3, W4),
+              dict(func="decode_step", a="weights.W_Q", a_shape="2x4x2", b="x_row", b_shape="a vector of 3",
+                   a_place="rows", b_place="entries", size="d_model", a_dims="h, d_model, d_k", b_dims="d_model")),
     "not a cache": (TypeError, lambda: decode_step([0.1] * 4, W4, (ROW, ROW)), dict(name="cache", type="tuple")),
     "cache heads": (ShapeError, lambda: decode_step([0.1] * 4, W4, KVCache([ROW], [ROW, ROW])),
                     dict(name="cache", field="K", n=1, g=2)),
@@ -97,7 +100,7 @@ def test_decode_step_errors():
     ex = running_example()
     w = ex.weights
     _, cache = decode_step(ex.x[0], w)
-    with pytest.raises(ShapeError, match=r"^decode_step: x_row has 8 entries"):
+    with pytest.raises(ShapeError, match=r"^decode_step: weights.W_Q is 2x16x8 and x_row is a vector of 8"):
         decode_step(ex.x[1][:8], w, cache)
     with pytest.raises(ShapeError, match=r"^decode_step: cache.K has 1 matrices"):
         decode_step(ex.x[1], w, KVCache(cache.K[:1], cache.V))

@@ -126,7 +126,7 @@ def test_values_at_the_edge_of_float64_still_draw():
     (lambda: Heatmap([[10**400]]), ValueError, r"Heatmap: M\[0\]\[0\] is an int of 401 digits"),
     (lambda: format_matrix([[1.0]], row_labels=["a", "b"]), ShapeError, "format_matrix: M has 1 rows"),
     (lambda: heatmap([[1]], vmin=NAN), ValueError, "heatmap: vmin must be a finite number"),
-    (lambda: heatmap([[1]], vmax="0"), TypeError, "heatmap: vmax must be a number"),
+    (lambda: heatmap([[1]], vmax="0"), TypeError, "heatmap: vmax must be a finite number, got '0' \\(str\\)"),
     (lambda: format_matrix([[0.5]], digits=2.5), TypeError, "format_matrix: digits must be an int"),
     (lambda: bar_chart(["a"], [-1.0]), ValueError, "bar_chart: values must not be negative"),
 ])

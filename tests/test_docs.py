@@ -171,7 +171,7 @@ def test_contributing_has_the_maintainer_parts():
         assert re.search(rf"^##+ {re.escape(title)}", CONTRIBUTING, re.M), title
     assert "TBD" not in CONTRIBUTING  # every number measured and filled in
     assert re.search(r"\*\*\d[\d,]* of [\d,]+ mutants killed \(\d+\.\d%\)\*\*", CONTRIBUTING)
-    for word in ("check_matrix(", "one_head", "head_loop", "too_large", "no module- or thread-level", "python -m pytest -m slow",
+    for word in ("check_sizes(", "overflow_named", "one_head", "head_loop", "too_large", "no module- or thread-level", "python -m pytest -m slow",
                  "tools/execute_notebooks.py", "tools/check_against_torch.py", "pip install -e .[dev]"):
         assert word.strip("`").lstrip("@") in CONTRIBUTING, word
 

@@ -15,10 +15,9 @@ from mha_lists.core.gradients import (
     column_sums,
     head_backward,
     multi_head_attention_backward,
-    softmax_backward,
-    softmax_jacobian,
     summed,
 )
+from mha_lists.teaching.softmax_row import softmax_backward, softmax_jacobian
 from mha_lists.teaching.weights import derive_rng
 from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
 from test_checks import MESSAGES as SHARED
@@ -31,26 +30,23 @@ G3 = [[1.0, -1.0, 0.5, 0.0]] * 3
 
 # Every message this module writes itself, once (the shared ones are in test_checks.py and test_attention.py).
 MESSAGES = {
-    "dp length": "softmax_backward: p has {n} entries and dp has {m}; they must have the same length",
-    "grad_out shape": "attention_backward: grad_out is {found}; it must have the shape of the output, "
-                      "(queries, d_v) = {need}",
-    "grad_output shape": "{func}: grad_output is {found}; it must have the shape of the output, (T, d_model) = {need}",
     "gradients overflow": "{func}: the gradients are too large: " + OVERFLOW,
     "column sums overflow": "column_sums: the column sums are too large: " + OVERFLOW,
 }
-for _where in ("dK", "softmax_backward", "trace", "layer"):
+for _where in ("dK", "trace", "layer"):
     MESSAGES[f"gradients overflow ({_where})"] = MESSAGES["gradients overflow"]
-MESSAGES["softmax_backward dp"] = SHARED["entry not finite"]  # the argument's name in a shared message
+MESSAGES.update({key: SHARED["sizes differ"] for key in ("grad_out shape", "grad_output shape")})
 
 # scores x_i x_j (W_Q's 1e-9 times scale 1e9), but the keys' second column 1e300 times the scale is past float64
 W_BIG_DQ = MHAWeights([[[1e-9, 0.0]]], [[[1.0, 1e300]]], [[[1.0]]], [[1.0]])
 
 BAD_CALLS = {
-    "dp length": (ShapeError, lambda: softmax_backward([0.5, 0.5], [1.0, 2.0, 3.0]), dict(n=2, m=3)),
     "grad_out shape": (ShapeError, lambda: attention_backward([[1.0]], [[1.0]], [[1.0, 2.0, 3.0]], [[1.0, 2.0]]),
-                       dict(found="1x2", need="1x3")),
+                       dict(func="attention_backward", a="V", a_shape="1x3", b="grad_out", b_shape="1x2",
+                            a_place="columns", b_place="columns", size="d_v", a_dims="T_k, d_v", b_dims="T, d_v")),
     "grad_output shape": (ShapeError, lambda: attention_backward_trace(X3, W4, G3[:2]),
-                          dict(func="attention_backward_trace", found="2x4", need="3x4")),
+                          dict(func="attention_backward_trace", a="x", a_shape="3x4", b="grad_output", b_shape="2x4",
+                               a_place="rows", b_place="rows", size="T", a_dims="T, d_model", b_dims="T, d_model")),
     "gradients overflow": (ValueError, lambda: attention_backward([[1.0]], [[1.0]], [[1e308]], [[1e308]]),
                            dict(func="attention_backward")),
     "column sums overflow": (ValueError, lambda: column_sums([[1e308], [1e308]]), {}),
@@ -58,16 +54,12 @@ BAD_CALLS = {
     "gradients overflow (dK)": (ValueError, lambda: attention_backward([[1e-9, 1e300]], [[1.0, 0.0], [0.0, 0.0]],
                                                                        [[1.0], [0.0]], [[1.0]], scale=1e9),
                                 dict(func="attention_backward")),
-    "gradients overflow (softmax_backward)": (ValueError, lambda: softmax_backward([1.0, 0.0], [-1e308, 1e308]),
-                                              dict(func="softmax_backward")),  # 0 * (1e308 + 1e308)
     "gradients overflow (trace)": (ValueError, lambda: attention_backward_trace([[1.0], [2.0]], W_BIG_DQ,
                                                                                 [[1.0], [1.0]], scale=1e9),
                                    dict(func="attention_backward_trace")),
     "gradients overflow (layer)": (ValueError, lambda: multi_head_attention_backward([[1.0], [2.0]], W_BIG_DQ,
                                                                                      [[1.0], [1.0]], scale=1e9),
                                    dict(func="multi_head_attention_backward")),
-    "softmax_backward dp": (ValueError, lambda: softmax_backward([0.5, 0.5], [1.0, NAN]),
-                            dict(func="softmax_backward", name="dp[1]", value="nan")),
 }
 
 
@@ -81,21 +73,6 @@ def test_message(key):
 
 
 # === Hand-worked cases ===
-
-
-def test_softmax_backward_by_hand():
-    # p = (1/2, 1/2), dp = (1, 0): p . dp = 1/2, ds = (1/2 (1 - 1/2), 1/2 (0 - 1/2)).
-    assert softmax_backward([0.5, 0.5], [1.0, 0.0]) == [0.25, -0.25]
-    # p = (1/4, 3/4), dp = (4, 0): p . dp = 1, ds = (1/4 * 3, 3/4 * -1).
-    assert softmax_backward([0.25, 0.75], [4.0, 0.0]) == [0.75, -0.75]
-
-
-def test_softmax_jacobian_by_hand_and_against_softmax_backward():
-    assert softmax_jacobian([0.25, 0.75]) == [[0.1875, -0.1875], [-0.1875, 0.1875]]
-    p, dp = [0.125, 0.375, 0.5], [1.0, -2.0, 4.0]
-    J = softmax_jacobian(p)
-    by_matrix = [math.fsum(dp[i] * J[i][j] for i in range(3)) for j in range(3)]
-    assert by_matrix == pytest.approx(softmax_backward(p, dp), abs=1e-15)
 
 
 def test_column_sums_and_summed_by_hand():
@@ -294,11 +271,11 @@ def test_the_backward_trace_uses_its_mask_and_scale():
 
 def test_grad_output_of_the_wrong_shape():
     x, w, context, G, mask = _config(12)
-    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: grad_output is 4x5"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: weights.W_Q is 2x6x3 and grad_output is 4x5"):
         multi_head_attention_backward(x, w, [row[:5] for row in G])
-    with pytest.raises(ShapeError, match=r"^attention_backward_trace: grad_output is 3x6"):
+    with pytest.raises(ShapeError, match=r"^attention_backward_trace: x is 4x6 and grad_output is 3x6"):
         attention_backward_trace(x, w, G[:3])
-    with pytest.raises(ShapeError, match=r"^attention_backward: grad_out is 1x2"):
+    with pytest.raises(ShapeError, match=r"^attention_backward: V is 1x3 and grad_out is 1x2"):
         attention_backward([[1.0]], [[1.0]], [[1.0, 2.0, 3.0]], [[1.0, 2.0]])
 
 
@@ -324,7 +301,7 @@ def test_other_bad_inputs_are_named():
             func(x, w, G, mask=[[True] * 4, [False] * 4, [True] * 4, [True] * 4])
     with pytest.raises(ValueError, match=r"^attention_backward: mask row 0 is all False"):
         attention_backward([[1.0]], [[1.0], [2.0]], [[1.0], [2.0]], [[1.0]], mask=[[False, False]])
-    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: context is 2x5"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: weights.W_Q is 2x6x3 and context is 2x5"):
         multi_head_attention_backward(x, w, G, context=[[0.0] * 5] * 2)
     with pytest.raises(ValueError, match=r"^multi_head_attention_backward: scale must be a positive"):
         multi_head_attention_backward(x, w, G, scale=0)

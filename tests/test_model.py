@@ -29,7 +29,7 @@ MESSAGES = {
     "b_U": "forward: model.b_U has 2 entries; it needs one per token (3)",
     "positions rows": "forward: model.position_embeddings has 4,097 rows; attention here reads at most 4,096 tokens",
     "positions option": "forward: model.positions is 'middle'; it must be 'input' or 'queries and keys'",
-    "residual option": "forward: model.residual must be True or False, got 1",
+    "residual option": "forward: model.residual must be True or False, got 1 (int)",
     "ids empty": "forward: ids must be a non-empty list of token ids, got []",
     "ids long": "forward: ids has 5 tokens but the position table has 4 rows; it needs one row per position",
     "ids range": "forward: ids[1] is 3; token ids must be 0 to 2",

@@ -14,7 +14,7 @@ from bad_inputs import assert_refused_unchanged, assert_template
 from mha_lists import causal_mask
 from mha_lists.core.attention import attention_trace
 from mha_lists.core.checks import ShapeError
-from mha_lists.core.matrix import matmul
+from mha_lists.teaching.lists_as_matrices import matmul
 from mha_lists.teaching.example import running_example
 from mha_lists.teaching.paper import paper_example
 from mha_lists.teaching.pictures import (HEAD_STYLES, MAX_HEADS, MAX_TOKENS, Picture, attention_lines, line_chart,

@@ -5,11 +5,12 @@ import time
 
 import pytest
 
-from mha_lists import ShapeError, causal_mask, combine_masks, padding_mask, softmax, softmax_rows
-from mha_lists.core.softmax_and_masks import (MAX_MASK_SIDE, check_mask, check_scores, entropy, length_mask, masked,
-                                              softmax_of_rows)
+from mha_lists import ShapeError, causal_mask, softmax, softmax_rows
+from mha_lists.core.softmax_and_masks import MAX_MASK_SIDE, check_mask, check_scores, masked, softmax_of_rows
+from mha_lists.teaching.masks import combine_masks, length_mask, padding_mask
 from mha_lists.teaching.weights import derive_rng
 from bad_inputs import assert_no_mutation, assert_template, finite_everywhere, refused
+from test_checks import MESSAGES as SHARED
 
 NAN, INF = math.nan, math.inf
 SIDE = MAX_MASK_SIDE
@@ -19,40 +20,27 @@ MESSAGES = {
     "mask entry": "{func}: {name}[{i}][{j}] is {value}; mask entries must be True (may attend) or False (masked)",
     "mask shape": "{func}: {name} is {found}; it must be (queries, keys) = {shape}",
     "mask row": "{func}: {name} row {i} is all False, so query {i} may attend to no key; every query needs at least one key",
-    "mask side": "{func}: {name} is {n}; a mask here has at most 4,096 queries and 4,096 keys",
-    "padding ids": "padding_mask: token_ids must be a non-empty list of ints, got {value}",
-    "padding all pad": "padding_mask: every token id is the pad id {pad}; no key is left to attend to",
-    "length longer": "length_mask: length {length} is longer than seq_len {seq_len}",
-    "combine none": "combine_masks: give at least one mask",
-    "combine shapes": "combine_masks: masks[0] is {first}; but masks[{t}] is {found}; masks must have the same shape",
-    "score too large": "{func}: {name} is {int}, too large for a float; scores must be finite numbers or -inf (masked)",
     "score not finite": "{func}: {name} is {value}; scores must be finite numbers or -inf (masked)",
     "no key": "{func}: {row}every score is -inf, so there is no key to attend to; "
               "softmax of an empty row is undefined (check the mask)",
-    "not weights": "{func}: {name} must be weights as softmax makes them (each >= 0, adding up to 1), got {value}",
 }
-MESSAGES["combine shapes"] = MESSAGES["combine shapes"].replace("; but", " but")
+MESSAGES["mask side"] = SHARED["past most"]
+MESSAGES["score too large"] = MESSAGES["score not finite"]  # an int past float range is shown by its size
 
 BAD_CALLS = {
-    "mask entry": (TypeError, lambda: combine_masks([[True, 0]]), dict(func="combine_masks", name="masks[0]", i=0, j=1,
-                                                                        value=0)),
+    "mask entry": (TypeError, lambda: check_mask("demo", "mask", [[True, 0]]), dict(func="demo", name="mask", i=0, j=1,
+                                                                                  value=0)),
     "mask shape": (ShapeError, lambda: check_mask("demo", "mask", [[True]], (2, 3)),
                    dict(func="demo", name="mask", found="1x1", shape="2x3")),
     "mask row": (ValueError, lambda: check_mask("demo", "mask", [[True], [False]], (2, 1)),
                  dict(func="demo", name="mask", i=1)),
-    "mask side": (ValueError, lambda: causal_mask(SIDE + 1), dict(func="causal_mask", name="seq_len", n=SIDE + 1)),
-    "padding ids": (ShapeError, lambda: padding_mask([], 0), dict(value="[]")),
-    "padding all pad": (ValueError, lambda: padding_mask([0, 0], 0), dict(pad=0)),
-    "length longer": (ValueError, lambda: length_mask(3, 2), dict(length=3, seq_len=2)),
-    "combine none": (ShapeError, lambda: combine_masks(), {}),
-    "combine shapes": (ShapeError, lambda: combine_masks(causal_mask(2), causal_mask(2), causal_mask(3)),
-                       dict(first="2x2", t=2, found="3x3")),
+    "mask side": (ValueError, lambda: causal_mask(SIDE + 1), dict(func="causal_mask", name="seq_len", value=SIDE + 1,
+                                                                   most="4,096")),
     "score too large": (ValueError, lambda: softmax([0.0, -(10**400)]),
-                        dict(func="softmax", name="v[1]", int="an int of 401 digits")),
+                        dict(func="softmax", name="v[1]", value="an int of 401 digits")),
     "score not finite": (ValueError, lambda: softmax_rows([[0.0], [INF]]), dict(func="softmax_rows", name="M[1][0]",
                                                                                value="inf")),
     "no key": (ValueError, lambda: softmax_rows([[0.0, 1.0], [-INF, -INF]]), dict(func="softmax_rows", row="row 1: ")),
-    "not weights": (ValueError, lambda: entropy([0.5, 0.6]), dict(func="entropy", name="p", value="[0.5, 0.6]")),
 }
 
 
@@ -120,49 +108,7 @@ def test_softmax_errors_name_the_entry():
         softmax_rows([1.0])
 
 
-def test_entropy():
-    assert entropy([0.25] * 4) == pytest.approx(math.log(4))
-    assert entropy([1.0, 0.0, 0.0]) == 0.0
-    assert str(entropy([1.0])) == "0.0" and str(entropy([0.0, 1.0])) == "0.0"  # not -0.0
-    assert entropy(softmax([0.0, math.log(3)])) == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
-
-
-def test_entropy_takes_only_weights_softmax_could_make():
-    for p in ([-0.5, 1.5], [0.5, 0.6], [NAN], [INF, 0.0], [], None, ["a"]):
-        refused("entropy", lambda: entropy(p))
-    with pytest.raises(ValueError, match=r"^entropy: p\[1\] is nan"):
-        entropy([1.0, NAN])
-    # adds up to 1 within 1e-9, every entry >= 0, but one above 1: not a weight
-    refused("entropy", lambda: entropy([1 + 5e-10, 0.0]))
-    assert entropy([1 - 5e-10, 0.0]) == pytest.approx(0.0, abs=1e-9)  # within 1e-9 of adding up to 1
-
-
-def test_entropy_of_values_past_float_range_is_refused_by_name():
-    # math.fsum(p) overflows when checking that p adds up to 1: a named error, not a raw OverflowError.
-    refused("entropy", lambda: entropy([1e308, 1e308]))
-
-
 # === Masks ===
-
-
-def test_mask_builders():
-    assert causal_mask(2) == [[True, False], [True, True]]
-    assert causal_mask(3) == [[True, False, False], [True, True, False], [True, True, True]]
-    assert padding_mask([1, 3, 0, 0], 0)[2] == [True, True, False, False]
-    assert padding_mask([1, 0], 0, num_queries=3) == [[True, False]] * 3
-    assert padding_mask([5, 0, 7], 0, num_queries=1) == [[True, False, True]]
-    assert length_mask(2, 4) == padding_mask([1, 3, 0, 0], 0)
-    assert length_mask(3, 3) == [[True, True, True]] * 3
-    assert length_mask(1, 3, num_queries=2) == [[True, False, False]] * 2
-    assert combine_masks(causal_mask(3), length_mask(2, 3)) == [
-        [True, False, False], [True, True, False], [True, True, False]]
-
-
-def test_combine_masks_of_one_and_of_non_square_masks():
-    a = [[True, False, True], [False, True, True]]
-    b = [[True, True, False], [True, True, True]]
-    assert combine_masks(a) == a and combine_masks(a) is not a
-    assert combine_masks(a, b) == [[True, False, False], [False, True, True]]
 
 
 def test_masked_puts_minus_inf_where_the_mask_says_no():
@@ -218,7 +164,7 @@ def test_a_mask_has_at_most_max_mask_side_queries_and_keys():
                         (lambda: length_mask(1, 2, num_queries=SIDE + 1), "length_mask: num_queries"),
                         (lambda: causal_mask(10**9), "causal_mask: seq_len")]:
         started = time.perf_counter()
-        with pytest.raises(ValueError, match=f"^{start} is .*; a mask here has at most 4,096 queries"):
+        with pytest.raises(ValueError, match=f"^{start} is .*; it is at most 4,096 here"):
             call()
         assert time.perf_counter() - started < 1.0  # refused at once, not after building it
     with pytest.raises(ValueError, match=r"^length_mask: length is an int of 401 digits; an int here has at most 100"):
@@ -246,43 +192,17 @@ def test_softmax_rows_refuses_a_bad_matrix(M):
     refused("softmax_rows", lambda: softmax_rows(M))
 
 
-@pytest.mark.parametrize("mask", BAD_MASKS, ids=range(len(BAD_MASKS)))
-def test_combine_masks_refuses_a_bad_mask(mask):
-    refused("combine_masks", lambda: combine_masks(mask))
-    refused("combine_masks", lambda: combine_masks([[True]], mask))
-
-
-@pytest.mark.parametrize("n", BAD_SIZES, ids=range(len(BAD_SIZES)))
-def test_mask_builders_refuse_a_bad_size(n):
-    refused("causal_mask", lambda: causal_mask(n))
-    if n is not None:  # num_queries=None is the default: as many queries as keys
-        refused("padding_mask", lambda: padding_mask([1, 0], 0, num_queries=n))
-        refused("length_mask", lambda: length_mask(1, 2, num_queries=n))
-    if not isinstance(n, int) or isinstance(n, bool) or abs(n) >= 10**100:  # any int is a token id
-        refused("padding_mask", lambda: padding_mask([1, n], 0))
-    refused("length_mask", lambda: length_mask(1, n))
-    refused("length_mask", lambda: length_mask(n, 2))
-
-
-def test_bad_token_ids_are_refused():
-    for ids in (None, "ab", [], (), [0, 0], {1: 2}, [1.5], [None]):
-        refused("padding_mask", lambda: padding_mask(ids, 0))
-    refused("padding_mask", lambda: padding_mask([1, 0], 10**400))
-
-
 def test_results_are_finite_or_refused_at_the_edge_of_float64():
     assert finite_everywhere(softmax([1e308, -1e308, 0.0]))
     assert finite_everywhere(softmax_rows([[-1e308, 1e308], [5e-324, 0.0]]))
-    assert finite_everywhere(entropy([5e-324, 1.0]))
 
 
 # === Nothing is changed ===
 
 
 @pytest.mark.parametrize("call, args", [
-    (softmax, ([0.0, -INF, 1.0],)), (softmax_rows, ([[0.0, 1.0], [2.0, -INF]],)), (entropy, ([0.5, 0.5],)),
-    (padding_mask, ([1, 0],  0)), (combine_masks, ([[True, False]], [[True, True]])),
-    (combine_masks, ([[True]], [[True, False]])), (softmax, ([NAN],)), (entropy, ([0.5, 0.6],)),
+    (softmax, ([0.0, -INF, 1.0],)), (softmax_rows, ([[0.0, 1.0], [2.0, -INF]],)),
+    (softmax, ([NAN],)),
     (check_mask, ("demo", "mask", [[True, False]], (1, 2))), (check_mask, ("demo", "mask", [[False]], (1, 1))),
     (masked, ([[1.0, 2.0]], [[True, False]])),
 ])
@@ -293,8 +213,6 @@ def test_every_function_leaves_its_arguments_alone(call, args):
 def test_results_are_new_lists():
     v = [0.0, 1.0]
     assert softmax(v) is not v
-    M = [[True, False]]
-    assert combine_masks(M)[0] is not M[0]
-    rows = padding_mask([1, 0], 0, num_queries=2)
-    rows[0][0] = False
-    assert rows[1][0] is True  # each query's row is a list of its own
+    rows = causal_mask(2)
+    rows[1][0] = False
+    assert causal_mask(2)[1][0] is True  # a new mask each call

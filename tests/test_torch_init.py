@@ -59,7 +59,7 @@ def test_torch_mha_weights_shapes_bounds_and_spread():
     E, h = 64, 4
     w = torch_mha_weights(E, h, seed=0)
     dims = check_weights("test", "weights", w)
-    assert (dims.d_model, dims.num_heads, dims.d_k, dims.d_v) == (E, h, E // h, E // h)
+    assert (dims["d_model"], dims["h"], dims["d_k"], dims["d_v"]) == (E, h, E // h, E // h)
     assert parameter_count(w) == 4 * E * E
     qkv = entries(*w.W_Q, *w.W_K, *w.W_V)
     bound = mha_in_proj_bound(E)

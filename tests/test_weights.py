@@ -9,7 +9,7 @@ import pytest
 from mha_lists import ShapeError, concat_heads, init_mha_weights, multi_head_attention, parameter_count, running_example
 from mha_lists.teaching import weights
 from mha_lists.teaching.weights import (INIT_SCHEMES, MAX_STD, MAX_WEIGHTS, check_layer_settings, check_size,
-                                        check_std, check_weight_count, derive_rng, init_matrix)
+                                        check_std, check_weight_count, derive_rng, init_matrix, kv_head_for)
 from bad_inputs import assert_no_mutation, assert_template, refused
 
 NAN, INF = math.nan, math.inf
@@ -27,7 +27,9 @@ MESSAGES = {
                  "whole number (or pass d_k and d_v)",
     "kv divide": "{func}: num_kv_heads {g} does not divide num_heads {h}; each key/value head must serve the same "
                  "number of query heads",
+    "kv_head_for h": "kv_head_for: h is {h}; a query head is numbered 0 to {last}",
 }
+MESSAGES["kv_head_for divide"] = MESSAGES["kv divide"]
 
 BAD_CALLS = {
     "size": (ValueError, lambda: init_mha_weights(16, 2, seed=0, n_layer=1001),
@@ -42,6 +44,8 @@ BAD_CALLS = {
                                                                                     d_model=16, h=3)),
     "kv divide": (ShapeError, lambda: running_example(num_heads=8, num_kv_heads=3),
                   dict(func="running_example", g=3, h=8)),
+    "kv_head_for divide": (ShapeError, lambda: kv_head_for(0, 8, 3), dict(func="kv_head_for", g=3, h=8)),
+    "kv_head_for h": (ValueError, lambda: kv_head_for(-1, 2, 1), dict(h=-1, last=1)),
 }
 
 
@@ -190,7 +194,7 @@ def test_a_limit_itself_is_allowed():
     (lambda: init_matrix(2, 2, R, fan_out=-3), ValueError, "init_matrix: fan_out must be a positive int"),
     (lambda: init_matrix(2, 2, R, fan_in=10**13), ValueError, "init_matrix: fan_in is 10000000000000; at most"),
     (lambda: init_matrix(2, 2, R, std=0.0), ValueError, "init_matrix: std must be a positive finite number"),
-    (lambda: init_matrix(2, 2, R, std=NAN), ValueError, "init_matrix: std must be a finite number"),
+    (lambda: init_matrix(2, 2, R, std=NAN), ValueError, "init_matrix: std must be a positive finite number, got nan"),
     (lambda: init_matrix(2, 2, "rng"), TypeError, "init_matrix: rng must be a random.Random"),
     (lambda: init_matrix(2, 2, random), TypeError, "init_matrix: rng must be a random.Random"),
     (lambda: init_mha_weights(16, 2, seed=0, std=-1.0), ValueError, "init_mha_weights: std must be a positive"),
@@ -284,3 +288,30 @@ def test_the_module_keeps_no_generator_of_its_own():
     before = random.getstate()
     init_mha_weights(8, 2, seed=1, init="xavier_normal")
     assert random.getstate() == before  # the global generator is never drawn from
+
+
+# === Which key/value head a query head reads ===
+
+
+def test_kv_head_for_groups_query_heads_in_order():
+    assert [kv_head_for(h, 6, 3) for h in range(6)] == [0, 0, 1, 1, 2, 2]
+    assert [kv_head_for(h, 4, 1) for h in range(4)] == [0, 0, 0, 0]
+    assert [kv_head_for(h, 4, 4) for h in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="^kv_head_for: h is 6"):
+        kv_head_for(6, 6, 3)
+
+
+
+def test_kv_head_for_names_its_arguments():
+    for args, error, start in [((9, 8, 2), ValueError, "kv_head_for: h is 9"),
+                               ((0, 2, 0), ValueError, "kv_head_for: num_kv_heads must be a positive int"),
+                               ((1.0, 2, 1), TypeError, "kv_head_for: h must be an int"),
+                               ((0, 0, 0), ValueError, "kv_head_for: num_heads must be a positive int"),
+                               (("0", 2, 1), TypeError, "kv_head_for: h must be an int"),
+                               ((0, True, 1), TypeError, "kv_head_for: num_heads must be an int")]:
+        with pytest.raises(error, match=f"^{start}"):
+            kv_head_for(*args)
+
+
+def test_kv_head_for_leaves_its_arguments_alone():
+    assert_no_mutation(kv_head_for, 1, 4, 2)

@@ -37,7 +37,7 @@ from mha_lists import (causal_mask, concat_heads, init_mha_weights, multi_head_a
                        padding_mask, running_example)
 from mha_lists.teaching.display import format_number
 from mha_lists.core.gradients import multi_head_attention_backward
-from mha_lists.core.attention import kv_head_for
+from mha_lists.teaching.weights import kv_head_for
 from mha_lists.teaching.block import dropout, layer_norm
 from mha_lists.teaching import induction
 from mha_lists.teaching.torch_init import linear_bound, mha_in_proj_bound, xavier_uniform_bound

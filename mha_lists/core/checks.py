@@ -5,10 +5,7 @@ which function, which argument and which rule, and returns what it learned
 (a shape, a length, the value)::
 
     def matmul(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p)
-        n, m = check_matrix("matmul", "A", A)
-        m_B, p = check_matrix("matmul", "B", B)
-        if m != m_B:
-            raise ShapeError(f"matmul: A is {n}x{m} and B is {m_B}x{p}; A's columns ({m}) must equal B's rows ({m_B})")
+        sizes = check_sizes("matmul", ("A", A, "n m"), ("B", B, "m p"))
 
 Nothing here keeps state: a check does the same wherever it is called from.
 Checking that every entry is a finite number costs about as much as a cheap
@@ -19,18 +16,15 @@ its neighbours), never through another checking function.
 
 =========================================  =========================================
 check_matrix, check_vector, check_rows      shapes, and entries that are finite numbers
-check_matrices                              a list of matrices of one shape
+check_sizes                                 arguments against their declared shapes
 check_int, check_positive_int, check_number  one number; sizes with a limit
-check_bool, check_str, check_rng            a switch, a text, a generator of its own
+check_type                                  a switch, a text, a generator of its own
 shorten, quote_int, describe                how a message shows a value
 too_large                                   the error for a result past float64's range
 =========================================  =========================================
 """
 
-from __future__ import annotations
-
 import math
-import random
 from itertools import chain, repeat
 from typing import Optional
 
@@ -42,8 +36,8 @@ class ShapeError(ValueError):
 
 
 def describe(shape: tuple[int, ...]) -> str:
-    """Write a shape the way the messages do: ``(5, 16)`` -> ``'5x16'``."""
-    return "x".join(str(n) for n in shape)
+    """Write a shape the way the messages do: ``(5, 16)`` -> ``'5x16'``, ``(3,)`` -> ``'a vector of 3'``."""
+    return "x".join(str(n) for n in shape) if len(shape) > 1 else f"a vector of {shape[0]}"
 
 
 def shorten(value: object, limit: int = 60) -> str:
@@ -69,10 +63,8 @@ def quote_int(n: int) -> str:
     >>> quote_int(4096), quote_int(-10**100)
     ('4096', 'an int of 101 digits')
     """
-    if -10**18 < n < 10**18:
-        return str(n)
     digits = f"{len(str(abs(n))):,}" if n.bit_length() < 14_000 else f"about {round(n.bit_length() * math.log10(2)):,}"
-    return f"an int of {digits} digits"
+    return str(n) if -10**18 < n < 10**18 else f"an int of {digits} digits"
 
 
 def is_number(value: object) -> bool:
@@ -99,14 +91,6 @@ def all_fine(matrices: list, *, finite: bool = True) -> bool:
                 and (not finite or math.isfinite(sum(map(sum, rows, repeat(0.0))))))
     except OverflowError:  # an int too large for a float
         return False
-
-
-def _check_entry(func: str, name: str, value: object, finite: bool = True) -> None:
-    if not is_number(value):
-        raise TypeError(f"{func}: {name} is {shorten(value)} ({type(value).__name__}); entries must be int or float")
-    if finite and not all_finite([[value]]):
-        raise ValueError(f"{func}: {name} is " + (f"{quote_int(value)}, too large for a float (about 1.8e308 at most)"
-                                                  if isinstance(value, int) else f"{value}; entries must be finite numbers"))
 
 
 def check_rows(func: str, name: str, M: object, what: str = "numbers") -> tuple[int, int]:
@@ -143,8 +127,7 @@ def check_matrix(func: str, name: str, M: object, *, finite: bool = True) -> tup
         return len(M), len(M[0])
     shape = check_rows(func, name, M)
     for i, row in enumerate(M):
-        for j, value in enumerate(row):
-            _check_entry(func, f"{name}[{i}][{j}]", value, finite)
+        check_vector(func, f"{name}[{i}]", row, finite=finite)
     return shape
 
 
@@ -155,20 +138,55 @@ def check_vector(func: str, name: str, v: object, *, finite: bool = True) -> int
     if len(v) == 0:
         raise ShapeError(f"{func}: {name} is empty; a vector needs at least one entry")
     for j, value in enumerate(v):
-        _check_entry(func, f"{name}[{j}]", value, finite)
+        if not is_number(value):
+            raise TypeError(f"{func}: {name}[{j}] is {shorten(value)} ({type(value).__name__}); entries must be int or float")
+        if finite and not all_finite([[value]]):
+            raise ValueError(f"{func}: {name}[{j}] is " + (f"{quote_int(value)}, too large for a float (about 1.8e308 at "
+                             "most)" if isinstance(value, int) else f"{value}; entries must be finite numbers"))
     return len(v)
 
 
-def check_matrices(func: str, name: str, Ms: object, what: str = "one matrix per head") -> tuple[int, int, int]:
-    """Check a non-empty list of matrices of one shape (one per head); return (how many, rows, columns)."""
-    if not isinstance(Ms, (list, tuple)) or len(Ms) == 0:
-        raise ShapeError(f"{func}: {name} must be a non-empty list with {what}, got {shorten(Ms)}")
-    shapes = [check_matrix(func, f"{name}[{h}]", M) for h, M in enumerate(Ms)]
-    for h, s in enumerate(shapes):
-        if s != shapes[0]:
-            raise ShapeError(f"{func}: {name}[0] is {describe(shapes[0])} but {name}[{h}] is {describe(s)}; "
-                             "every head must have the same shape")
-    return len(Ms), *shapes[0]
+PLACES = ((), ("entries",), ("rows", "columns"), ("length", "rows", "columns"))  # a size's place in a shape
+
+
+def check_sizes(func: str, *arguments: tuple) -> dict[str, int]:
+    """Check arguments, each given as (name, value, dims), against their declared shapes; return the sizes by name.
+
+    ``dims`` names the sizes the way the shape comment on a ``def`` line does: ``"n"`` is a vector,
+    ``"T d_k"`` a matrix, ``"h d_model d_k"`` a list of h matrices; every entry a finite number. A size
+    named twice must be the same both times.
+
+    >>> check_sizes("matmul", ("A", [[1, 2]], "n m"), ("B", [[3], [4]], "m p"))
+    {'n': 1, 'm': 2, 'p': 1}
+    >>> check_sizes("matmul", ("A", [[1, 2]], "n m"), ("B", [[3], [4], [5]], "m p"))
+    Traceback (most recent call last):
+    ...
+    mha_lists.core.checks.ShapeError: matmul: A is 1x2 and B is 3x1; A's columns and B's rows must be equal: both are m in A (n, m) and B (m, p)
+    """
+    arguments = [(name, value, dims.split()) for name, value, dims in arguments]
+    matrices = []  # every argument as matrices, to test the usual case in C: a vector v is the matrix [v]
+    for name, value, dims in arguments:
+        matrices += value if len(dims) == 3 and type(value) is list else [[value] if len(dims) == 1 else value]
+    if all_fine(matrices) and all(len({(len(M), len(M[0])) for M in v}) == 1 for _, v, d in arguments if len(d) == 3):
+        found = [(len(v),) if len(d) == 1 else (len(v), len(v[0])) if len(d) == 2 else (len(v), len(v[0]), len(v[0][0]))
+                 for _, v, d in arguments]
+    else:  # find the fault and name it
+        found = []
+        for name, value, dims in arguments:
+            if len(dims) == 3 and (not isinstance(value, (list, tuple)) or not value):
+                raise ShapeError(f"{func}: {name} must be a non-empty list with one matrix per head, got {shorten(value)}")
+            found.append((check_vector(func, name, value),) if len(dims) == 1 else check_matrix(func, name, value)
+                         if len(dims) == 2 else (len(value), *check_sizes(func, *[(f"{name}[{h}]", M, " ".join(
+                             dims[1:])) for h, M in enumerate(value)]).values()))  # each matrix against the first
+    sizes, first = {}, {}  # each size's value, and the argument that gave it
+    for (name, _, dims), shape in zip(arguments, found):
+        for place, (size, n) in enumerate(zip(dims, shape)):
+            a, a_place, a_dims, a_shape = first.setdefault(size, (name, place, dims, shape))
+            if sizes.setdefault(size, n) != n:
+                raise ShapeError(f"{func}: {a} is {describe(a_shape)} and {name} is {describe(shape)}; {a}'s "
+                                 f"{PLACES[len(a_dims)][a_place]} and {name}'s {PLACES[len(dims)][place]} must be equal: "
+                                 f"both are {size} in {a} ({', '.join(a_dims)}) and {name} ({', '.join(dims)})")
+    return sizes
 
 
 def check_int(func: str, name: str, value: object) -> int:
@@ -207,35 +225,19 @@ def check_number(func: str, name: str, value: object, *, positive: bool = False)
     >>> check_number("scale", "c", float("nan"))
     Traceback (most recent call last):
     ...
-    ValueError: scale: c must be a finite number, got nan
+    ValueError: scale: c must be a finite number, got nan (float)
     """
-    if not is_number(value):
-        raise TypeError(f"{func}: {name} must be a number, got {shorten(value)} ({type(value).__name__})")
-    if not all_finite([[value]]):
-        raise ValueError(f"{func}: {name} must be a finite number, got {shorten(value)}")
-    if positive and value <= 0:
-        raise ValueError(f"{func}: {name} must be a positive finite number, got {shorten(value)}")
+    if not is_number(value) or not all_finite([[value]]) or positive and value <= 0:
+        raise (ValueError if is_number(value) else TypeError)(f"{func}: {name} must be a {'positive ' * positive}finite "
+                                                               f"number, got {shorten(value)} ({type(value).__name__})")
     return value
 
 
-def check_bool(func: str, name: str, value: object) -> bool:
-    """A switch: True or False, not 1 or "yes"; return it."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{func}: {name} must be True or False, got {shorten(value)}")
-    return value
-
-
-def check_str(func: str, name: str, value: object) -> str:
-    """A text (a sentence, a name, a label); return it."""
-    if not isinstance(value, str):
-        raise TypeError(f"{func}: {name} must be a str, got {shorten(value)} ({type(value).__name__})")
-    return value
-
-
-def check_rng(func: str, name: str, value: object) -> random.Random:
-    """A generator of its own: a ``random.Random``, never the module ``random`` (the global one)."""
-    if not isinstance(value, random.Random):
-        raise TypeError(f"{func}: {name} must be a random.Random (e.g. derive_rng(seed, name)), got {type(value).__name__}")
+def check_type(func: str, name: str, value: object, kind: type, what: str) -> object:
+    """``value`` when it is a ``kind`` (bool: a switch, not 1 or "yes"; str: a text; random.Random: a
+    generator of its own, never the module ``random``); else a TypeError that says ``what`` it must be."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{func}: {name} must be {what}, got {shorten(value)} ({type(value).__name__})")
     return value
 
 

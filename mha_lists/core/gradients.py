@@ -35,41 +35,20 @@ Every sum is a ``math.fsum`` (through ``product`` or directly), so the
 gradients are the same bits on CPython 3.10 to 3.13. No argument is changed.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Sequence
 from operator import mul
 from typing import NamedTuple, Optional
 
-from .attention import (AttentionTrace, MHAWeights, check_head, check_layer, head_loop, one_head,
-                        trace_layer)
-from .checks import ShapeError, check_matrix, check_vector, too_large
-from .matrix import Matrix, Vector, columns_of, finite, joined, product
-from .softmax_and_masks import Mask, check_weight_row
+from .attention import AttentionTrace, MHAWeights, check_head, check_layer, head_loop, one_head, trace_layer
+from .checks import check_matrix
+from .matrix import Matrix, Vector, columns_of, finite, joined, overflow_named, product
+from .softmax_and_masks import Mask
 
-__all__ = ["softmax_backward", "softmax_jacobian", "column_sums", "attention_backward",
-           "attention_backward_trace", "multi_head_attention_backward"]
+__all__ = ["column_sums", "attention_backward", "attention_backward_trace", "multi_head_attention_backward"]
 
 
 # === Small pieces ===
-
-
-def softmax_backward(p: Vector, dp: Vector) -> Vector:  # (n,), (n,) -> (n,)
-    """Gradient of one softmax row: ds = p * (dp - p . dp), given p = softmax(s) and dp.
-
-    This is ``dp`` times the Jacobian diag(p) - p p^T, without building the matrix.
-
-    >>> softmax_backward([0.5, 0.5], [1.0, 0.0])
-    [0.25, -0.25]
-    """
-    n = check_weight_row("softmax_backward", "p", p)
-    if check_vector("softmax_backward", "dp", dp) != n:
-        raise ShapeError(f"softmax_backward: p has {n} entries and dp has {len(dp)}; they must have the same length")
-    try:
-        return finite(softmax_rows_backward([p], [dp]), "the gradients")[0]
-    except OverflowError as error:
-        raise too_large("softmax_backward", error) from None
 
 
 def softmax_rows_backward(A: Matrix, dA: Matrix) -> Matrix:  # unchecked softmax_backward, row by row
@@ -81,16 +60,6 @@ def softmax_rows_backward(A: Matrix, dA: Matrix) -> Matrix:  # unchecked softmax
     return dS
 
 
-def softmax_jacobian(p: Vector) -> Matrix:  # (n,) -> (n, n)
-    """The Jacobian of softmax at p = softmax(s): entry [i][j] = d p_i / d s_j = p_i (δ_ij - p_j).
-
-    >>> softmax_jacobian([0.5, 0.5])
-    [[0.25, -0.25], [-0.25, 0.25]]
-    """
-    check_weight_row("softmax_jacobian", "p", p)
-    return [[p_i * ((1.0 if i == j else 0.0) - p_j) for j, p_j in enumerate(p)] for i, p_i in enumerate(p)]
-
-
 def column_sums(M: Matrix) -> Vector:  # (n, m) -> (m,)
     """Sum each column of M with ``math.fsum``: the gradient of a bias.
 
@@ -98,10 +67,8 @@ def column_sums(M: Matrix) -> Vector:  # (n, m) -> (m,)
     [4.0, 6.0]
     """
     check_matrix("column_sums", "M", M)
-    try:
+    with overflow_named("column_sums"):
         return finite([sums_of_columns(M)], "the column sums")[0]
-    except OverflowError as error:
-        raise too_large("column_sums", error) from None
 
 
 def sums_of_columns(M: Matrix) -> Vector:  # unchecked column_sums
@@ -157,16 +124,11 @@ def attention_backward(Q: Matrix, K: Matrix, V: Matrix, grad_out: Matrix, *, mas
     >>> attention_backward([[1.0]], [[0.0], [0.0]], [[1.0], [3.0]], [[1.0]], scale=1.0)
     ([[0.0]], [[-0.5], [0.5]], [[0.5], [0.5]])
     """
-    c = check_head("attention_backward", Q, K, V, mask, scale)
-    if check_matrix("attention_backward", "grad_out", grad_out) != (len(Q), len(V[0])):
-        raise ShapeError(f"attention_backward: grad_out is {len(grad_out)}x{len(grad_out[0])}; it must have the "
-                         f"shape of the output, (queries, d_v) = {len(Q)}x{len(V[0])}")
-    try:
+    c = check_head("attention_backward", Q, K, V, mask, scale, ("grad_out", grad_out, "T d_v"))
+    with overflow_named("attention_backward"):
         A = one_head(Q, K, V, mask=mask, scale=c).weights  # the forward pass
         grads = head_backward(Q, K, V, A, grad_out, mask=mask, scale=c)
         return finite(grads.dQ, "the gradients"), finite(grads.dK, "the gradients"), finite(grads.dV, "the gradients")
-    except OverflowError as error:
-        raise too_large("attention_backward", error) from None
 
 
 # === Multi-head attention ===
@@ -222,55 +184,32 @@ def backward(weights: MHAWeights, fwd: AttentionTrace, x: Matrix, context: Optio
                       per_head=(fwd.attention, d_heads))
     dQ = [head.dQ for head in heads]
     # A key/value head read by several query heads gathers their gradients (read by one: that head's).
-    if group == 1:
-        dK, dV = [head.dK for head in heads], [head.dV for head in heads]
-    else:
-        dK = [summed([head.dK for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
-        dV = [summed([head.dV for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
+    dK, dV = ([getattr(head, d) for head in heads] if group == 1 else
+              [summed([getattr(head, d) for head in heads[g * group:(g + 1) * group]]) for g in range(g_count)]
+              for d in ("dK", "dV"))
 
-    # Projections: Q_h = X W_Q[h] + b_Q[h], K_g = C W_K[g] + b_K[g], V_g = C W_V[g] + b_V[g].
-    X_T = list(zip(*x))
-    C_T = X_T if context is None else list(zip(*context))
-    dW_Q = [product(X_T, dQ_h) for dQ_h in dQ]
-    dW_K = [product(C_T, dK_g) for dK_g in dK]
-    V_T = C_T if values is None else list(zip(*values))
-    dW_V = [product(V_T, dV_g) for dV_g in dV]
-    # X feeds every query head, C every key and value head: dX is the sum of
-    # dQ_h W_Q[h]^T over the heads (plus the K and V terms when C is X). Joined
-    # side by side, [dQ_0 | dQ_1 | ...] [W_Q[0] | W_Q[1] | ...]^T is that sum,
-    # every entry one fsum over all the heads' products.
-    d_values = None if values is None else product(joined(dV), list(zip(*joined(weights.W_V))))
-    if context is None and values is None:
-        dx = product(joined(dQ + dK + dV), list(zip(*joined(weights.W_Q + weights.W_K + weights.W_V))))
-        dcontext = None
-    elif context is None:  # the values read an input of their own
-        dx = product(joined(dQ + dK), list(zip(*joined(weights.W_Q + weights.W_K))))
-        dcontext = None
-    else:
-        dx = product(joined(dQ), list(zip(*joined(weights.W_Q))))
-        dcontext = product(joined(dK + dV), list(zip(*joined(weights.W_K + weights.W_V))))
+    # Projections: Q_h = X W_Q[h] + b_Q[h], K_g = C W_K[g] + b_K[g], V_g = C W_V[g] + b_V[g] (C is the context,
+    # or X; the values may have an input of their own). Each head's weights get input^T d_head.
+    k_in = "x" if context is None else "context"
+    feeds = (("x", dQ, weights.W_Q), (k_in, dK, weights.W_K), (k_in if values is None else "values", dV, weights.W_V))
+    inputs_T = {name: list(zip(*M)) for name, M in (("x", x), ("context", context), ("values", values)) if M is not None}
+    dW_Q, dW_K, dW_V = ([product(inputs_T[name], d) for d in ds] for name, ds, _ in feeds)
+    # An input gets the sum over the heads it feeds of d_head W^T. Joined side by side,
+    # [d_0 | d_1 | ...] [W_0 | W_1 | ...]^T is that sum, every entry one fsum over all the heads' products.
+    d_heads_in, W_in = {}, {}
+    for name, ds, Ws in feeds:
+        d_heads_in[name], W_in[name] = d_heads_in.get(name, []) + ds, W_in.get(name, []) + Ws
+    d_in = {name: product(joined(ds), list(zip(*joined(W_in[name])))) for name, ds in d_heads_in.items()}
 
-    biases = {}
-    for part, grads in (("b_Q", dQ), ("b_K", dK), ("b_V", dV)):
-        if getattr(weights, part) is not None:
-            biases[part] = [sums_of_columns(M) for M in grads]
+    biases = {part: [sums_of_columns(M) for M in ds] for part, ds in (("b_Q", dQ), ("b_K", dK), ("b_V", dV))
+              if getattr(weights, part) is not None}
     if weights.b_O is not None:
         biases["b_O"] = sums_of_columns(G)
-    grads = MHAGradients(dx, dcontext, dW_Q, dW_K, dW_V, dW_O, **biases, values=d_values)
-    for M in (dx, dcontext or [[0.0]], d_values or [[0.0]], dW_O, *dW_Q, *dW_K, *dW_V):
+    grads = MHAGradients(d_in["x"], d_in.get("context"), dW_Q, dW_K, dW_V, dW_O, **biases, values=d_in.get("values"))
+    for M in (*d_in.values(), dW_O, *dW_Q, *dW_K, *dW_V):
         finite(M, "the gradients")
     return BackwardTrace(fwd, [list(row) for row in G], d_concat, d_heads, [head.dA for head in heads],
                          [head.dS for head in heads], dQ, dK, dV, grads)
-
-
-def check_backward(func: str, x: object, weights: MHAWeights, grad_output: object, context: object, mask: object,
-                   scale: object) -> float:
-    """The forward pass's arguments, and grad_output of the output's shape; return the scale to use."""
-    c = check_layer(func, x, weights, context, mask, scale)
-    if check_matrix(func, "grad_output", grad_output) != (len(x), len(x[0])):
-        raise ShapeError(f"{func}: grad_output is {len(grad_output)}x{len(grad_output[0])}; it must have the shape "
-                         f"of the output, (T, d_model) = {len(x)}x{len(x[0])}")
-    return c
 
 
 def attention_backward_trace(x: Matrix, weights: MHAWeights, grad_output: Matrix, *, context: Optional[Matrix] = None,
@@ -282,11 +221,9 @@ def attention_backward_trace(x: Matrix, weights: MHAWeights, grad_output: Matrix
     first to give the forward intermediates. ``.gradients`` is what
     ``multi_head_attention_backward`` returns.
     """
-    c = check_backward("attention_backward_trace", x, weights, grad_output, context, mask, scale)
-    try:
+    c = check_layer("attention_backward_trace", x, weights, context, mask, scale, ("grad_output", grad_output, "T d_model"))
+    with overflow_named("attention_backward_trace"):
         return backward(weights, trace_layer(x, weights, context, mask, c), x, context, grad_output, c)
-    except OverflowError as error:
-        raise too_large("attention_backward_trace", error) from None
 
 
 def multi_head_attention_backward(x: Matrix, weights: MHAWeights, grad_output: Matrix, *,
@@ -307,8 +244,6 @@ def multi_head_attention_backward(x: Matrix, weights: MHAWeights, grad_output: M
     >>> g.W_O, g.b_O, g.x
     ([[0.0]], [2.0], [[0.0], [0.0]])
     """
-    c = check_backward("multi_head_attention_backward", x, weights, grad_output, context, mask, scale)
-    try:
+    c = check_layer("multi_head_attention_backward", x, weights, context, mask, scale, ("grad_output", grad_output, "T d_model"))
+    with overflow_named("multi_head_attention_backward"):
         return backward(weights, trace_layer(x, weights, context, mask, c), x, context, grad_output, c).gradients
-    except OverflowError as error:
-        raise too_large("multi_head_attention_backward", error) from None

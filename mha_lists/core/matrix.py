@@ -1,26 +1,26 @@
-"""Matrices as lists of rows, and the few operations attention needs.
+"""The arithmetic the formula is written with: matrices as lists of rows, multiplied and joined.
 
-A matrix is a list of rows; ``shape(M)`` is ``(rows, columns)``. Each public
-function checks its own arguments at its top (checks.py), then does its
-arithmetic. No function changes its arguments: each returns new lists. Every
-sum is a ``math.fsum``, which is correctly rounded, so the numbers are the same
-on every CPython (notebook 07a says why).
+A matrix is a list of rows. ``product(A, B)`` is A times B: entry [i][j] is
+``fsum`` of row i of A times column j of B. Every sum is a ``math.fsum``, which
+is correctly rounded, so the numbers are the same on every CPython (notebook
+07a says why). ``joined`` puts matrices side by side, ``columns_of`` cuts them
+apart again, ``finite`` says when a result left float64's range.
 
-``product`` is matmul's arithmetic with no checks: ``matmul`` calls it after
-its checks, and so do attention and its gradients, which check their own
-arguments once at their top and then multiply many matrices they made.
+These trust their arguments: attention and its gradients check theirs once, at
+their top, and then run the formula through them. The checked operations a
+learner calls by hand (``matmul``, ``transpose``, ``concat_heads`` ...) are
+notebook 00's, in ``teaching/lists_as_matrices.py``; ``matmul`` is ``product``
+after its checks.
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import chain
 from math import fsum, isfinite
 from operator import mul
 from typing import Union
 
-from .checks import ShapeError, check_matrix, check_number, check_positive_int, check_rows, check_vector, \
-    shorten, too_large
+from .checks import too_large
 
 Number = Union[int, float]
 Vector = list[float]
@@ -28,30 +28,34 @@ Matrix = list[list[float]]
 
 MAX_WORK = 200_000_000  # multiply-adds in one call: about ten seconds of pure Python
 
-__all__ = ["shape", "dot", "matmul", "transpose", "add", "add_row", "scale", "split_heads", "concat_heads",
-           "split_rows"]
+__all__: list[str] = []  # the core's own arithmetic; the operations a learner calls are in teaching/lists_as_matrices.py
 
 
-def shape(M: Matrix) -> tuple[int, int]:  # (n, m) -> (n, m)
-    """Return (rows, columns) of M.
+@contextmanager
+def overflow_named(func: str) -> Iterator[None]:
+    """Name the function the learner called when its arithmetic leaves float64's range. The unchecked
+    arithmetic raises OverflowError("the scores Q K^T"); inside ``with overflow_named("attention"):`` that
+    becomes attention's own ValueError, "attention: the scores Q K^T are too large: ..."."""
+    try:
+        yield
+    except OverflowError as error:
+        raise too_large(func, error) from None
 
-    >>> shape([[1, 2, 3], [4, 5, 6]])
-    (2, 3)
-    """
-    return check_matrix("shape", "M", M, finite=False)
+
+def too_much_work(func: str, multiply_adds: int) -> ValueError:
+    """The error for a call whose arithmetic would run for minutes: a typo, not a lesson."""
+    return ValueError(f"{func}: these sizes take {multiply_adds:,} multiply-adds; one call here does at most "
+                      f"{MAX_WORK:,} (about ten seconds): use fewer tokens or smaller matrices")
 
 
-# === Arithmetic ===
-
-
-def product(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p), unchecked
+def product(A: Matrix, B: Matrix, what: str = "the products") -> Matrix:  # (n, m) @ (m, p) -> (n, p), unchecked
     """Entry ``[i][j]`` is row i of A times column j of B, ``fsum(A[i][t] * B[t][j])``:
     ``zip(*B)`` gives B's columns, ``map(mul, row, col)`` the products."""
     columns = list(zip(*B))
     try:
         return [[fsum(map(mul, row, col)) for col in columns] for row in A]
     except (OverflowError, ValueError):  # fsum's running total, or inf - inf: past float64's range
-        raise OverflowError("the products") from None
+        raise OverflowError(what) from None
 
 
 def finite(M: Matrix, what: str) -> Matrix:
@@ -61,155 +65,12 @@ def finite(M: Matrix, what: str) -> Matrix:
     return M
 
 
-def dot(u: Vector, v: Vector) -> float:  # (n,) . (n,) -> ()
-    """Dot product of two vectors of the same length, summed with ``math.fsum``.
-
-    >>> dot([1, 2, 3], [4, 5, 6])
-    32.0
-    """
-    n, n_v = check_vector("dot", "u", u), check_vector("dot", "v", v)
-    if n != n_v:
-        raise ShapeError(f"dot: u has {n} entries and v has {n_v}; they must have the same length")
-    try:  # every product u[t] * v[t], then one correctly rounded sum
-        return finite([[fsum(map(mul, u, v))]], "the products of u and v")[0][0]
-    except (OverflowError, ValueError):  # the sum past float64's range, or fsum's inf - inf
-        raise too_large("dot", "the products of u and v") from None
-
-
-def matmul(A: Matrix, B: Matrix) -> Matrix:  # (n, m) @ (m, p) -> (n, p)
-    """Multiply A (n, m) by B (m, p); the result is (n, p).
-
-    >>> matmul([[1, 2]], [[3], [4]])
-    [[11.0]]
-    >>> matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]])
-    [[19.0, 22.0], [43.0, 50.0]]
-    """
-    n, m = check_matrix("matmul", "A", A)
-    m_B, p = check_matrix("matmul", "B", B)
-    if m != m_B:
-        raise ShapeError(f"matmul: A is {n}x{m} and B is {m_B}x{p}; A's columns ({m}) must equal B's rows ({m_B})")
-    if n * m * p > MAX_WORK:
-        raise ValueError(f"matmul: A is {n}x{m} and B is {m_B}x{p}: {n * m * p:,} multiply-adds; one call here "
-                         f"does at most {MAX_WORK:,} (about ten seconds)")
-    try:
-        return finite(product(A, B), "the products of A and B")
-    except OverflowError:
-        raise too_large("matmul", "the products of A and B") from None
-
-
-def transpose(M: Matrix) -> Matrix:  # (n, m) -> (m, n)
-    """Swap rows and columns.
-
-    >>> transpose([[1, 2, 3], [4, 5, 6]])
-    [[1, 4], [2, 5], [3, 6]]
-    """
-    check_matrix("transpose", "M", M)
-    return [list(col) for col in zip(*M)]
-
-
-def add(A: Matrix, B: Matrix) -> Matrix:  # (n, m) + (n, m) -> (n, m)
-    """Add two matrices of the same shape, entry by entry.
-
-    >>> add([[1, 2]], [[10, 20]])
-    [[11, 22]]
-    """
-    shape_A, shape_B = check_matrix("add", "A", A), check_matrix("add", "B", B)
-    if shape_A != shape_B:
-        raise ShapeError(f"add: A is {shape_A[0]}x{shape_A[1]} and B is {shape_B[0]}x{shape_B[1]}; "
-                         "both must have the same shape")
-    try:
-        return finite([[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)], "the sums of A and B")
-    except OverflowError as error:
-        raise too_large("add", error) from None
-
-
-def add_row(M: Matrix, b: Vector) -> Matrix:  # (n, p) + (p,) -> (n, p)
-    """Add the vector b to every row of M: a bias, broadcast over rows.
-
-    >>> add_row([[1, 2], [3, 4]], [10, 20])
-    [[11, 22], [13, 24]]
-    """
-    n, p = check_matrix("add_row", "M", M)
-    if check_vector("add_row", "b", b) != p:
-        raise ShapeError(f"add_row: M is {n}x{p} and b has {len(b)} entries; b needs one entry per column ({p})")
-    try:
-        return finite([[x + y for x, y in zip(row, b)] for row in M], "the sums of M and b")
-    except OverflowError as error:
-        raise too_large("add_row", error) from None
-
-
-def scale(M: Matrix, c: Number) -> Matrix:  # (n, m) * () -> (n, m)
-    """Multiply every entry of M by the finite number c.
-
-    >>> scale([[1, 2], [3, 4]], 0.5)
-    [[0.5, 1.0], [1.5, 2.0]]
-    """
-    check_matrix("scale", "M", M)
-    check_number("scale", "c", c)
-    try:
-        return finite([[x * c for x in row] for row in M], "the products of M and c")
-    except OverflowError as error:
-        raise too_large("scale", error) from None
-
-
-# === Heads: column blocks and row blocks ===
-
-
-def split_heads(M: Matrix, num_heads: int) -> list[Matrix]:  # (n, h * w) -> h x (n, w)
-    """Cut M into num_heads matrices of equal width, left to right: one wide projection, one matrix per head.
-
-    >>> split_heads([[1, 2, 3, 4], [5, 6, 7, 8]], 2)
-    [[[1, 2], [5, 6]], [[3, 4], [7, 8]]]
-    """
-    n, m = check_matrix("split_heads", "M", M)
-    if m % check_positive_int("split_heads", "num_heads", num_heads):
-        raise ShapeError(f"split_heads: M is {n}x{m}; its {m} columns cannot be cut into "
-                         f"{num_heads} blocks of equal width")
-    return columns_of(M, [m // num_heads] * num_heads)
-
-
 def columns_of(M: Matrix, widths: Sequence[int]) -> list[Matrix]:  # unchecked: blocks of the given widths
     """M's columns cut into consecutive blocks of the given widths, left to right."""
     starts = [sum(widths[:b]) for b in range(len(widths))]
     return [[list(row[s:s + w]) for row in M] for s, w in zip(starts, widths)]
 
 
-def concat_heads(heads: Sequence[Matrix]) -> Matrix:  # h x (n, w) -> (n, h * w)
-    """Join matrices with the same number of rows side by side: [head_0 | head_1 | ...].
-
-    The inverse of ``split_heads``; it is how head outputs are concatenated.
-
-    >>> concat_heads([[[1, 2], [5, 6]], [[3, 4], [7, 8]]])
-    [[1, 2, 3, 4], [5, 6, 7, 8]]
-    """
-    if not isinstance(heads, (list, tuple)) or len(heads) == 0:
-        raise ShapeError(f"concat_heads: heads must be a non-empty list of matrices, got {shorten(heads)}")
-    shapes = [check_matrix("concat_heads", f"heads[{b}]", B) for b, B in enumerate(heads)]
-    for b, (rows, cols) in enumerate(shapes):
-        if rows != shapes[0][0]:
-            raise ShapeError(f"concat_heads: heads[0] is {shapes[0][0]}x{shapes[0][1]} but heads[{b}] is "
-                             f"{rows}x{cols}; every head must have the same number of rows")
-    return joined(heads)
-
-
 def joined(heads: Sequence[Matrix]) -> Matrix:  # unchecked concat_heads
     """[head_0 | head_1 | ...], row by row."""
     return [[x for head in heads for x in head[i]] for i in range(len(heads[0]))]
-
-
-def split_rows(M: Matrix, sizes: Sequence[int]) -> list[Matrix]:  # (sum(sizes), m) -> blocks of rows
-    """Cut M into consecutive row blocks of the given sizes (they must add up to M's rows).
-
-    >>> split_rows([[1], [2], [3]], [1, 2])
-    [[[1]], [[2], [3]]]
-    """
-    n, _ = check_rows("split_rows", "M", M)
-    if not isinstance(sizes, (list, tuple)) or not sizes:
-        raise TypeError(f"split_rows: sizes must be a non-empty list of positive ints, got {shorten(sizes)}")
-    for t, s in enumerate(sizes):
-        check_positive_int("split_rows", f"sizes[{t}]", s)
-    if sum(sizes) != n:
-        raise ShapeError(f"split_rows: M has {n} rows but the sizes {shorten(list(sizes))} add up to {sum(sizes)}; "
-                         "they must be positive and add up to the number of rows")
-    starts = [sum(sizes[:t]) for t in range(len(sizes))]
-    return [[list(row) for row in M[s:s + size]] for s, size in zip(starts, sizes)]

@@ -23,7 +23,7 @@ import math
 import random
 from typing import Optional
 
-from ..core.checks import ShapeError, all_finite, check_matrix, check_number, check_rng, check_vector, shorten, \
+from ..core.checks import check_type, ShapeError, all_finite, check_matrix, check_number, check_vector, shorten, \
     too_large
 from ..core.matrix import Matrix, Vector
 
@@ -113,7 +113,7 @@ def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:  # (n, m) -> 
     """
     check_floats("dropout", "M", M)
     check_number("dropout", "p", p)
-    check_rng("dropout", "rng", rng)
+    check_type("dropout", "rng", rng, random.Random, "a random.Random (e.g. derive_rng(seed, name))")
     if not 0 <= p < 1:
         raise ValueError(f"dropout: p must be a probability with 0 <= p < 1, got {shorten(p)}; "
                          "p = 1 would zero every entry and 1 / (1 - p) is undefined")

@@ -9,7 +9,9 @@ check the formula against real calls.
 
 from __future__ import annotations
 
-from ..core.checks import ShapeError, check_matrix, shorten, too_large
+from typing import Optional
+
+from ..core.checks import ShapeError, check_matrix, check_positive_int, shorten, too_large
 from ..core.matrix import Matrix, finite, product
 
 __all__ = ["MultiplyAddCounter"]
@@ -51,3 +53,32 @@ class MultiplyAddCounter:
     def total(self) -> int:
         """All multiply-adds counted so far."""
         return sum(self.counts.values())
+
+
+def multiply_adds(seq_len: int, d_model: int, num_heads: int, *, d_k: Optional[int] = None,
+                  d_v: Optional[int] = None, num_kv_heads: Optional[int] = None,
+                  context_len: Optional[int] = None) -> dict[str, int]:
+    """Multiply-adds of one multi-head attention pass, per step, in the order the steps run.
+
+    T = seq_len queries, T_k = context_len keys (default T), h heads, g = num_kv_heads:
+
+    - Q: T * d_model * (h * d_k); K: T_k * d_model * (g * d_k); V: T_k * d_model * (g * d_v)
+    - scores: h * T * d_k * T_k; weighted_sum: h * T * T_k * d_v
+    - W_O: T * (h * d_v) * d_model
+
+    >>> multiply_adds(5, 16, 2)
+    {'Q': 1280, 'K': 1280, 'V': 1280, 'scores': 400, 'weighted_sum': 400, 'W_O': 1280}
+    """
+    T, d_model, h = (check_positive_int("multiply_adds", name, n) for name, n in
+                     (("seq_len", seq_len), ("d_model", d_model), ("num_heads", num_heads)))
+    for name, n in (("d_k", d_k), ("d_v", d_v), ("num_kv_heads", num_kv_heads), ("context_len", context_len)):
+        if n is not None:
+            check_positive_int("multiply_adds", name, n)
+    if (d_k is None or d_v is None) and d_model % h:
+        raise ShapeError(f"multiply_adds: d_model {d_model} is not divisible by num_heads {h}; pass d_k and d_v")
+    d_k = d_model // h if d_k is None else d_k
+    d_v = d_model // h if d_v is None else d_v
+    g = h if num_kv_heads is None else num_kv_heads
+    T_k = T if context_len is None else context_len
+    return {"Q": T * d_model * h * d_k, "K": T_k * d_model * g * d_k, "V": T_k * d_model * g * d_v,
+            "scores": h * T * d_k * T_k, "weighted_sum": h * T * T_k * d_v, "W_O": T * h * d_v * d_model}

@@ -8,10 +8,11 @@ bit, the rows of the full pass with ``causal_mask``.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional
 
-from ..core.attention import MHAWeights, affine, check_scale, check_weights, head_loop, project
-from ..core.checks import ShapeError, check_matrix, check_vector, too_large
+from ..core.attention import MHAWeights, affine, check_weights, head_loop, project
+from ..core.checks import ShapeError, check_matrix, check_number, too_large
 from ..core.matrix import Matrix, Vector, finite, joined
 
 __all__ = ["decode_step"]
@@ -52,12 +53,10 @@ def decode_step(x_row: Vector, weights: MHAWeights, cache: Optional[KVCache] = N
     rows; the old cache is not changed. Only the new query is computed; the
     keys and values of earlier tokens are read from the cache.
     """
-    d = check_weights("decode_step", "weights", weights)
-    if check_vector("decode_step", "x_row", x_row) != d.d_model:
-        raise ShapeError(f"decode_step: x_row has {len(x_row)} entries but the weights expect d_model = {d.d_model}")
+    d = check_weights("decode_step", "weights", weights, ("x_row", x_row, "d_model"))
     if cache is not None:
-        check_cache("decode_step", "cache", cache, d.num_kv_heads, d.d_k, d.d_v)
-    c = check_scale("decode_step", scale, d.d_k)
+        check_cache("decode_step", "cache", cache, d["g"], d["d_k"], d["d_v"])
+    c = 1 / math.sqrt(d["d_k"]) if scale is None else check_number("decode_step", "scale", scale, positive=True)
     try:
         Q, K, V = project([list(x_row)], weights, None)  # one row each: the new token's
         if cache is not None:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import ShapeError, check_int, check_number, check_rows, check_str, check_vector, is_number, \
+from ..core.checks import check_type, ShapeError, check_int, check_number, check_rows, check_vector, is_number, \
     shorten
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
@@ -67,7 +67,7 @@ def check_table(func: str, M: object, row_labels: object, col_labels: object, di
     check_labels(func, "col_labels", col_labels, m, f"M has {m} columns")
     check_digits(func, digits)
     if title is not None:
-        check_str(func, "title", title)
+        check_type(func, "title", title, str, "a str")
     return n, m
 
 
@@ -172,7 +172,7 @@ class Heatmap:
         self.n, self.m = check_table("Heatmap", M, row_labels, col_labels, digits, title)
         check_colour_range("Heatmap", vmin, vmax)
         if note is not None:
-            check_str("Heatmap", "note", note)
+            check_type("Heatmap", "note", note, str, "a str")
         self.rows, self.cols = _labels(M, row_labels, col_labels)
         self.M = [list(row) for row in M]
         self.digits, self.title, self.note = digits, title, note
@@ -239,7 +239,7 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
         raise ShapeError(f"{func}: weights has {m} columns but {n} tokens were given; give key_tokens, one per column")
     check_digits(func, digits)
     if title is not None:
-        check_str(func, "title", title)
+        check_type(func, "title", title, str, "a str")
     keys = tokens if key_tokens is None else key_tokens
     return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
                    note="rows = queries (who looks), columns = keys (what is looked at)")
@@ -256,7 +256,7 @@ def check_bars(func: str, labels: object, values: object, digits: object, title:
         raise ValueError(f"{func}: values must not be negative, got {shorten(min(values))}")
     check_digits(func, digits)
     if title is not None:
-        check_str(func, "title", title)
+        check_type(func, "title", title, str, "a str")
     if not 1 <= check_int(func, "width", width) <= MAX_BAR_WIDTH:
         raise ValueError(f"{func}: width is {width}; give 1 to {MAX_BAR_WIDTH} characters")
 

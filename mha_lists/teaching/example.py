@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..core.attention import MHAWeights
-from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_positive_int, check_str, \
+from ..core.checks import check_type, ShapeError, all_finite, check_int, check_matrix, check_positive_int, \
     quote_int, shorten, too_large
 from ..core.matrix import Matrix
 from .weights import check_layer_settings, check_std, check_weight_count, derive_rng, init_mha_weights
@@ -34,7 +34,7 @@ WEIGHT_OPTIONS = ("bias", "d_k", "d_v", "num_kv_heads", "init", "std", "n_layer"
 
 def check_sentence(func: str, sentence: object) -> list[str]:
     """A str with at least one token (and at most MAX_TOKENS); return its tokens."""
-    tokens = check_str(func, "sentence", sentence).split()
+    tokens = check_type(func, "sentence", sentence, str, "a str").split()
     if not tokens:
         raise ValueError(f"{func}: the sentence is empty; give at least one token")
     if len(tokens) > MAX_TOKENS:
@@ -82,7 +82,7 @@ def embedding_table(num_rows: int, d_model: int, *, seed: int, name: str, std: f
     check_positive_int("embedding_table", "num_rows", num_rows)
     check_positive_int("embedding_table", "d_model", d_model)
     check_int("embedding_table", "seed", seed)
-    check_str("embedding_table", "name", name)
+    check_type("embedding_table", "name", name, str, "a str")
     check_std("embedding_table", "std", std)
     check_weight_count("embedding_table", num_rows * d_model, f"num_rows {num_rows} and d_model {d_model}")
     rng = derive_rng(seed, name)

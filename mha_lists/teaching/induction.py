@@ -58,7 +58,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights
-from ..core.checks import (ShapeError, check_int, check_number, check_positive_int, check_rng, check_str, quote_int,
+from ..core.checks import (check_type, ShapeError, check_int, check_number, check_positive_int, quote_int,
                            shorten, too_large)
 from ..core.matrix import Matrix
 from .model import (Model, Sizes, Step, Trace, check_ids, check_model, check_progress, check_training_work,
@@ -303,7 +303,7 @@ def make_sequence(rng: random.Random, vocab_size: int, min_len: int, max_len: in
     >>> make_sequence(random.Random(1), 10, 2, 4)
     [9, 1, 9, 1]
     """
-    check_rng("make_sequence", "rng", rng)
+    check_type("make_sequence", "rng", rng, random.Random, "a random.Random (e.g. derive_rng(seed, name))")
     _check_limit("make_sequence", "vocab_size", vocab_size)
     _check_run_lengths("make_sequence", min_len, max_len, vocab_size)
     return _make_sequence(rng, vocab_size, min_len, max_len)
@@ -321,7 +321,7 @@ def make_sequences(count: int, settings: Settings, name: str) -> list[list[int]]
     """
     _check_limit("make_sequences", "count", count)
     s = check_settings("make_sequences", settings)
-    rng = derive_rng(s.seed, f"induction/{check_str('make_sequences', 'name', name)}")
+    rng = derive_rng(s.seed, f"induction/{check_type('make_sequences', 'name', name, str, 'a str')}")
     return [_make_sequence(rng, s.vocab_size, s.min_len, s.max_len) for _ in range(count)]
 
 

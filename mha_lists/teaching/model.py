@@ -60,8 +60,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from ..core import attention, gradients
-from ..core.attention import MHAWeights, AttentionTrace, Dims, check_weights
-from ..core.checks import (ShapeError, check_bool, check_int, check_matrix, check_number, check_vector, quote_int,
+from ..core.attention import MHAWeights, AttentionTrace, check_weights
+from ..core.checks import (check_type, ShapeError, check_int, check_matrix, check_number, check_vector, quote_int,
                            shorten, too_large)
 from ..core.matrix import Matrix, Vector, finite, product
 from ..core.softmax_and_masks import MAX_MASK_SIDE, causal_mask, softmax_of_rows
@@ -105,7 +105,7 @@ class Sizes(NamedTuple):
     d_model: int
     positions: int  # rows of the position table: the longest sequence the model reads
     parameters: int  # numbers in the model, len(flatten(model))
-    layers: list[Dims]  # each layer's sizes
+    layers: list[dict[str, int]]  # each layer's sizes, as check_weights names them (d_model, h, g, d_k, d_v)
 
 
 class Trace(NamedTuple):
@@ -142,24 +142,24 @@ def check_model(func: str, name: str, model: object) -> Sizes:
     if not isinstance(model.positions, str) or model.positions not in POSITIONS:
         raise ValueError(f"{func}: {name}.positions is {shorten(model.positions)}; it must be "
                          f"{' or '.join(map(repr, POSITIONS))}")
-    check_bool(func, f"{name}.residual", model.residual)
+    check_type(func, f"{name}.residual", model.residual, bool, "True or False")
     tables = (model.token_embeddings, model.position_embeddings, model.W_U)
     parameters = sum(len(M) * len(M[0]) for M in tables) + (0 if model.b_U is None else vocab_size) + sum(
-        d.d_model * (d.num_heads * d.d_k + d.num_kv_heads * (d.d_k + d.d_v)) + d.num_heads * d.d_v * d.d_model
+        d["d_model"] * (d["h"] * d["d_k"] + d["g"] * (d["d_k"] + d["d_v"])) + d["h"] * d["d_v"] * d["d_model"]
         for d in dims)
     return Sizes(vocab_size, d_model, positions, parameters, dims)
 
 
-def check_layer(func: str, name: str, w: object, d_model: int) -> Dims:
+def check_layer(func: str, name: str, w: object, d_model: int) -> dict[str, int]:
     """One layer of the model: an MHAWeights for d_model, no biases, one key/value head per query head."""
     d = check_weights(func, name, w)
     biases = [part for part in ("b_Q", "b_K", "b_V", "b_O") if getattr(w, part) is not None]
     if biases:
         raise ValueError(f"{func}: {name} has biases ({', '.join(biases)}); this model's attention has none")
-    if d.d_model != d_model:
-        raise ShapeError(f"{func}: {name} is for d_model {d.d_model} but the embeddings are {d_model} wide")
-    if d.num_kv_heads != d.num_heads:
-        raise ShapeError(f"{func}: {name} has {d.num_heads} query heads and {d.num_kv_heads} key/value heads; "
+    if d["d_model"] != d_model:
+        raise ShapeError(f"{func}: {name} is for d_model {d['d_model']} but the embeddings are {d_model} wide")
+    if d["g"] != d["h"]:
+        raise ShapeError(f"{func}: {name} has {d['h']} query heads and {d['g']} key/value heads; "
                          "this model gives each query head its own")
     return d
 
@@ -205,7 +205,8 @@ def forward_work(sizes: Sizes, T: int) -> int:
     plus the cost of plain Python's bookkeeping, counted in multiply-adds (OVERHEAD_PER_POSITION)."""
     d = sizes.d_model
     per_layer = [T * d * (h * d_k + g * (d_k + d_v)) + h * T * T * (d_k + d_v) + T * h * d_v * d
-                 + T * OVERHEAD_PER_POSITION for _, h, g, d_k, d_v in sizes.layers]
+                 + T * OVERHEAD_PER_POSITION
+                 for h, g, d_k, d_v in ((L["h"], L["g"], L["d_k"], L["d_v"]) for L in sizes.layers)]
     return sum(per_layer) + T * d * sizes.vocab_size
 
 

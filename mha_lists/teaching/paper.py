@@ -42,7 +42,8 @@ from typing import NamedTuple
 
 from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_number, check_rows, check_vector, \
     shorten, too_large
-from ..core.matrix import Matrix, Vector, finite, matmul, product  # matmul: for paper_example's doctest
+from ..core.matrix import Matrix, Vector, finite, product
+from .lists_as_matrices import matmul  # noqa: F401 (for paper_example's doctest)
 from ..core.attention import MHAWeights
 
 __all__ = ["paper_example", "raw_scores", "integer_matrix", "score_differences", "exp_table", "table_softmax"]

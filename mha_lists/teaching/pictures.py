@@ -28,8 +28,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
-from ..core.attention import Dims, check_layer, check_weights, trace_layer
-from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_str, check_vector, describe, \
+from ..core.attention import check_layer, check_weights, trace_layer
+from ..core.checks import check_type, ShapeError, all_finite, check_int, check_matrix, check_vector, describe, \
     is_number, shorten, too_large
 from ..core.matrix import Matrix, Vector
 from ..core.softmax_and_masks import Mask
@@ -84,8 +84,8 @@ class Picture:
     """An SVG string and a text description of it; Jupyter shows the SVG, print shows the text."""
 
     def __init__(self, svg: str, text: str) -> None:
-        self.svg = check_str("Picture", "svg", svg)
-        self.text = check_str("Picture", "text", text)
+        self.svg = check_type("Picture", "svg", svg, str, "a str")
+        self.text = check_type("Picture", "text", text, str, "a str")
 
     def _repr_svg_(self) -> str:
         return self.svg
@@ -207,7 +207,7 @@ def check_plane(func: str, name: str, M: object) -> int:
     return rows
 
 
-def check_example(func: str, name: str, ex: object) -> tuple[int, Dims]:
+def check_example(func: str, name: str, ex: object) -> tuple[int, dict[str, int]]:
     """The running example, every part of it the picture uses (it may have been edited); its tokens and sizes."""
     if not isinstance(ex, Example):
         raise TypeError(f"{func}: {name} must be the running example (ex = running_example(...)), "
@@ -222,9 +222,9 @@ def check_example(func: str, name: str, ex: object) -> tuple[int, Dims]:
     if rows != T:
         raise ShapeError(f"{func}: {name}.x has {rows} rows but {name}.tokens has {T}; one row per token")
     dims = check_weights(func, f"{name}.weights", ex.weights)
-    if dims.d_model != d_model:
+    if dims["d_model"] != d_model:
         raise ShapeError(f"{func}: {name}.x has {d_model} columns but {name}.weights expect d_model = "
-                         f"{dims.d_model}")
+                         f"{dims['d_model']}")
     return T, dims
 
 
@@ -251,7 +251,7 @@ def pipeline(ex: Example, *, mask: Optional[Mask] = None) -> Picture:  # mask (T
         trace = trace_layer(ex.x, ex.weights, None, mask, c)
     except OverflowError as error:
         raise too_large("pipeline", error) from None
-    d_model, H, d_k, d_v = dims.d_model, dims.num_heads, dims.d_k, dims.d_v
+    d_model, H, d_k, d_v = dims["d_model"], dims["h"], dims["d_k"], dims["d_v"]
     T_k = len(trace.K[0])
     x_shape, qk_shape, v_shape = f"{T}×{d_model}", f"{T}×{d_k}", f"{T_k}×{d_v}"
     s_shape, h_shape, c_shape = f"{T}×{T_k}", f"{T}×{d_v}", f"{T}×{H * d_v}"
@@ -404,7 +404,7 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
     if heads is not None and check_labels(func, "heads", heads) != H:
         raise ShapeError(f"{func}: heads has {len(heads)} names for {H} heads; give one name per head")
     if title is not None:
-        check_str(func, "title", title)
+        check_type(func, "title", title, str, "a str")
     tokens = list(tokens)
     keys = tokens if key_tokens is None else list(key_tokens)
     mats = _heads(weights)
@@ -532,7 +532,7 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
     if not 0 <= check_int(func, "query", query) < T:
         raise ValueError(f"{func}: query is {shorten(query)}; it must be a query row from 0 to {T - 1}")
     if title is not None:
-        check_str(func, "title", title)
+        check_type(func, "title", title, str, "a str")
     tokens = list(tokens)
     keys = tokens if key_tokens is None else list(key_tokens)
     q = Q[query]
@@ -621,7 +621,7 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
         raise ShapeError(f"{func}: values has {len(values)} entries; at most {MAX_POINTS} (MAX_POINTS)")
     n = check_vector(func, "values", values)
     for name, label in (("title", title), ("x_label", x_label), ("y_label", y_label)):
-        check_str(func, name, label)
+        check_type(func, name, label, str, "a str")
     if x_values is not None:
         if check_vector(func, "x_values", x_values) != n:
             raise ShapeError(f"{func}: x_values has {len(x_values)} entries for {n} values; give one x per value")

@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 import random
 
-from ..core.checks import ShapeError, check_bool, check_int, check_number, check_positive_int, check_rng, quote_int
-from ..core.matrix import Matrix, Vector, split_heads
+from ..core.checks import check_type, ShapeError, check_int, check_number, check_positive_int, quote_int
+from ..core.matrix import Matrix, Vector
+from .lists_as_matrices import split_heads
 from ..core.attention import MHAWeights
 from .weights import MAX_FAN, check_size, check_weight_count, derive_rng
 
@@ -111,7 +112,7 @@ def torch_linear_weights(fan_in: int, fan_out: int, *,
     func = "torch_linear_weights"
     check_size(func, "fan_in", fan_in, MAX_FAN)
     check_size(func, "fan_out", fan_out, MAX_FAN)
-    check_rng(func, "rng", rng)
+    check_type(func, "rng", rng, random.Random, "a random.Random (e.g. derive_rng(seed, name))")
     check_weight_count(func, (fan_in + 1) * fan_out, f"fan_in {fan_in} and fan_out {fan_out}")
     bound = linear_bound(fan_in)
     return _uniform(fan_in, fan_out, bound, rng), _uniform(1, fan_out, bound, rng)[0]
@@ -135,7 +136,7 @@ def torch_mha_weights(d_model: int, num_heads: int, *, seed: int,
     check_size(func, "d_model", d_model, MAX_FAN)
     check_positive_int(func, "num_heads", num_heads)
     check_int(func, "seed", seed)
-    check_bool(func, "bias", bias)
+    check_type(func, "bias", bias, bool, "True or False")
     check_weight_count(func, 4 * d_model * d_model, f"d_model {d_model} (4 * d_model^2)")
     if d_model % num_heads:
         raise ShapeError(f"{func}: d_model {d_model} is not divisible by num_heads {quote_int(num_heads)}; "

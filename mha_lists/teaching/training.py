@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from ..core.attention import check_weights
-from ..core.checks import ShapeError, check_int, check_matrix, check_number, check_rng, shorten, too_large
+from ..core.checks import check_type, ShapeError, check_int, check_matrix, check_number, shorten, too_large
 from ..core.matrix import Matrix
 from .example import EMBED_STD, Example
 from .model import (AdamState, Model, Sizes, adam_step, batch_step, check_ids, check_model, check_training_work,
@@ -134,8 +134,8 @@ def check_example(func: str, name: str, ex: object) -> None:
     if given:
         raise ValueError(f"{func}: {name}.weights has biases ({', '.join(given)}); the model trained here has none "
                          "(build the example with bias=False)")
-    if dims.d_model != d_model:
-        raise ShapeError(f"{func}: {name}.weights is for d_model {dims.d_model} but the embeddings are "
+    if dims["d_model"] != d_model:
+        raise ShapeError(f"{func}: {name}.weights is for d_model {dims['d_model']} but the embeddings are "
                          f"{d_model} wide")
     if not isinstance(ex.settings, dict) or "seed" not in ex.settings:
         raise TypeError(f"{func}: {name}.settings must be the dict of running_example's settings, with the seed")
@@ -154,7 +154,7 @@ def make_sequences(count: int, seq_len: int, vocab_size: int, rng: random.Random
     check_size("make_sequences", "count", count, MAX_SEQUENCES)
     check_size("make_sequences", "seq_len", seq_len, MAX_SEQ_LEN)
     check_size("make_sequences", "vocab_size", vocab_size, MAX_VOCAB)
-    check_rng("make_sequences", "rng", rng)
+    check_type("make_sequences", "rng", rng, random.Random, "a random.Random (e.g. derive_rng(seed, name))")
     return draw_sequences(count, seq_len, vocab_size, rng)
 
 

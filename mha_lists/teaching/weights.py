@@ -20,11 +20,11 @@ import random
 from typing import Optional
 
 from ..core.attention import MHAWeights, check_weights
-from ..core.checks import ShapeError, check_bool, check_int, check_number, check_positive_int, check_rng, \
-    check_str, quote_int, shorten
+from ..core.checks import check_type, ShapeError, check_int, check_number, check_positive_int, \
+    quote_int, shorten
 from ..core.matrix import Matrix
 
-__all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count"]
+__all__ = ["INIT_SCHEMES", "init_mha_weights", "init_matrix", "derive_rng", "parameter_count", "kv_head_for"]
 
 INIT_SCHEMES = ("xavier_uniform", "xavier_normal", "kaiming_normal", "normal", "gpt2")
 
@@ -72,7 +72,7 @@ def derive_rng(seed: int, name: str) -> random.Random:
     True
     """
     check_int("derive_rng", "seed", seed)
-    check_str("derive_rng", "name", name)
+    check_type("derive_rng", "name", name, str, "a str")
     # As bytes, the same stream as the str itself; "surrogatepass" lets any str in, even a lone surrogate.
     return random.Random(f"mha-lists/{seed}/{name}".encode("utf-8", "surrogatepass"))
 
@@ -102,7 +102,7 @@ def init_matrix(
     """
     for name, size in (("rows", rows), ("cols", cols)):
         check_positive_int("init_matrix", name, size)
-    check_rng("init_matrix", "rng", rng)
+    check_type("init_matrix", "rng", rng, random.Random, "a random.Random (e.g. derive_rng(seed, name))")
     check_std("init_matrix", "std", std)
     check_weight_count("init_matrix", rows * cols, f"rows {rows} and cols {cols}")
     for name, fan in (("fan_in", fan_in), ("fan_out", fan_out)):  # 1 / fan is a float: a huge fan would draw zeros
@@ -136,7 +136,7 @@ def check_layer_settings(func: str, d_model: object, num_heads: object, *, seed:
     check_positive_int(func, "num_heads", num_heads)
     check_positive_int(func, "n_layer", n_layer)
     check_int(func, "seed", seed)
-    check_bool(func, "bias", bias)
+    check_type(func, "bias", bias, bool, "True or False")
     check_std(func, "std", std)
     for name, size in (("d_k", d_k), ("d_v", d_v), ("num_kv_heads", num_kv_heads)):
         if size is not None:
@@ -242,3 +242,19 @@ def parameter_count(weights: MHAWeights) -> int:
     for biases in (weights.b_Q or [], weights.b_K or [], weights.b_V or [], [weights.b_O or []]):
         count += sum(len(b) for b in biases)
     return count
+
+
+def kv_head_for(h: int, num_heads: int, num_kv_heads: int) -> int:
+    """The key/value head that query head h reads: h // (num_heads // num_kv_heads).
+
+    >>> [kv_head_for(h, 8, 2) for h in range(8)]
+    [0, 0, 0, 0, 1, 1, 1, 1]
+    """
+    check_positive_int("kv_head_for", "num_heads", num_heads)
+    check_positive_int("kv_head_for", "num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ShapeError(f"kv_head_for: num_kv_heads {num_kv_heads} does not divide num_heads {num_heads}; "
+                         "each key/value head must serve the same number of query heads")
+    if not 0 <= check_int("kv_head_for", "h", h) < num_heads:
+        raise ValueError(f"kv_head_for: h is {quote_int(h)}; a query head is numbered 0 to {num_heads - 1}")
+    return h // (num_heads // num_kv_heads)

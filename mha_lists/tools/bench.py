@@ -46,10 +46,12 @@ from collections.abc import Callable
 from itertools import repeat
 from operator import mul
 
-from ..core.attention import MHAWeights, kv_head_for, multi_head_attention
-from ..core.checks import check_bool, check_positive_int, check_str, shorten
+from ..core.attention import MHAWeights, multi_head_attention
+from ..teaching.weights import kv_head_for
+from ..core.checks import check_type, check_positive_int, shorten
 from ..core.gradients import multi_head_attention_backward
-from ..core.matrix import Matrix, matmul
+from ..core.matrix import Matrix
+from ..teaching.lists_as_matrices import matmul
 from ..core.softmax_and_masks import causal_mask
 from ..teaching.example import running_example
 from ..teaching.weights import derive_rng, init_mha_weights
@@ -203,7 +205,7 @@ def run_times(func: Callable[[], object], runs: int, *, collector: bool = True) 
     """
     check_function("run_times", "func", func)
     check_positive_int("run_times", "runs", runs, most=MAX_RUNS)
-    check_bool("run_times", "collector", collector)
+    check_type("run_times", "collector", collector, bool, "True or False")
     times = []
     was_on = gc.isenabled()
     try:
@@ -245,7 +247,7 @@ def random_matrix(rows: int, cols: int, name: str) -> Matrix:
     """(rows, cols) draws of a standard normal, from the generator ``derive_rng(0, name)``."""
     check_positive_int("random_matrix", "rows", rows)
     check_positive_int("random_matrix", "cols", cols)
-    check_str("random_matrix", "name", name)
+    check_type("random_matrix", "name", name, str, "a str")
     if rows * cols > MAX_ENTRIES:
         raise ValueError(f"random_matrix: {rows:,}x{cols:,} is {rows * cols:,} entries; at most {MAX_ENTRIES:,}")
     rng = derive_rng(0, name)

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import NamedTuple, Optional, Union
 
-from ..core.checks import MAX_INT_DIGITS, check_bool, check_positive_int, quote_int, shorten
+from ..core.checks import check_type, MAX_INT_DIGITS, check_positive_int, quote_int, shorten
 from ..core.softmax_and_masks import causal_mask
 from ..core.attention import attention_trace
 from ..teaching.display import format_matrix
@@ -125,7 +125,7 @@ def check_options(func: str, name: str, args: object) -> None:
         value = getattr(args, option)
         if type(value) is int and value > MAX_D_MODEL:
             raise ValueError(f"{func}: {name}.{option} is {quote_int(value)}; the trace prints at most {MAX_D_MODEL}")
-    check_bool(func, f"{name}.causal", args.causal)
+    check_type(func, f"{name}.causal", args.causal, bool, "True or False")
     check_positive_int(func, f"{name}.digits", args.digits, most=12)
 
 

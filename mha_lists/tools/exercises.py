@@ -98,7 +98,7 @@ import time
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
-from ..core.checks import all_finite, check_str, quote_int, shorten
+from ..core.checks import check_type, all_finite, quote_int, shorten
 
 __all__ = ["check_close"]
 
@@ -235,7 +235,7 @@ def check_close(name: str, got: Any, expected: Any, tol: float = 1e-9) -> None:
     ...
     mha_lists.tools.exercises.CheckFailed: q has 2 rows; it should have 1 (a 1x2 matrix)
     """
-    if len(check_str("check_close", "name", name)) > MAX_NAME:
+    if len(check_type("check_close", "name", name, str, "a str")) > MAX_NAME:
         raise ValueError(f"check_close: name is {len(name):,} characters long; a name has at most {MAX_NAME}")
     check_answer("check_close", "expected", expected)
     check_tolerance("check_close", "tol", tol)

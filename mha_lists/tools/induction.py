@@ -26,7 +26,7 @@ import stat
 import sys
 from typing import Optional, TextIO
 
-from ..core.checks import MAX_INT_DIGITS, ShapeError, check_positive_int, check_str, check_vector, quote_int, shorten
+from ..core.checks import check_type, MAX_INT_DIGITS, ShapeError, check_positive_int, check_vector, quote_int, shorten
 from ..teaching.induction import (LIMITS, History, Settings, check_settings, head_scores, init_model, make_sequences,
                                   repeat_accuracy, train)
 from ..teaching.model import Model, check_model, flatten, unflatten
@@ -102,7 +102,7 @@ def run_to_json(settings: Settings, model: Model, history: History) -> str:
 
 def run_from_json(text: str) -> tuple[Settings, Model, History]:
     """Read what ``run_to_json`` wrote: settings, the trained model, its History."""
-    return read_run("run_from_json", check_str("run_from_json", "text", text))
+    return read_run("run_from_json", check_type("run_from_json", "text", text, str, "a str"))
 
 
 def read_run(func: str, text: str) -> tuple[Settings, Model, History]:

@@ -30,7 +30,7 @@ from typing import NamedTuple, Optional, Union
 from urllib.parse import parse_qsl, urlencode
 
 from .cli import OneLineErrorParser, Table, trace_items
-from ..core.checks import check_bool, check_int, check_str, quote_int, shorten
+from ..core.checks import check_type, check_int, quote_int, shorten
 from ..teaching.display import format_number
 from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
 from ..core.softmax_and_masks import causal_mask
@@ -124,7 +124,7 @@ def check_settings(func: str, name: str, settings: object) -> Settings:
     """A Settings the page can draw: what parse_query lets through (the library checks the rest)."""
     if not isinstance(settings, Settings):
         raise TypeError(f"{func}: {name} must be a Settings (from parse_query), got {type(settings).__name__}")
-    sentence = check_str(func, f"{name}.sentence", settings.sentence)
+    sentence = check_type(func, f"{name}.sentence", settings.sentence, str, "a str")
     if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) > MAX_TOKENS:
         raise ValueError(f"{func}: {name}.sentence has {len(sentence):,} characters and {len(sentence.split()):,} "
                          f"tokens; this page takes at most {MAX_SENTENCE_CHARS} and {MAX_TOKENS}")
@@ -135,7 +135,7 @@ def check_settings(func: str, name: str, settings: object) -> Settings:
                              f"{MAX_DIGITS} digits")
     if settings.d_model > MAX_D_MODEL:
         raise ValueError(f"{func}: {name}.d_model is {settings.d_model}; this page draws at most {MAX_D_MODEL}")
-    check_bool(func, f"{name}.causal", settings.causal)
+    check_type(func, f"{name}.causal", settings.causal, bool, "True or False")
     if settings.digits != 4:
         raise ValueError(f"{func}: {name}.digits is {shorten(settings.digits)}; the page always shows 4")
     return settings

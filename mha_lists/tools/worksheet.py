@@ -63,7 +63,7 @@ from typing import NamedTuple, Optional
 
 from .cli import OneLineErrorParser
 from ..teaching.display import format_matrix, format_number
-from ..core.checks import check_bool, check_matrix, is_number, shorten
+from ..core.checks import check_type, check_matrix, is_number, shorten
 from ..core.matrix import Matrix
 from ..core.attention import AttentionTrace, attention_trace, check_weights
 from ..core.attention import MHAWeights
@@ -259,10 +259,10 @@ def _as_made(ws: Worksheet) -> bool:
             return False
     except (TypeError, ValueError):  # each of them says what is wrong; here it is enough to know that it is
         return False
-    H = dims.num_heads
+    H = dims["h"]
     fits = (_labels_list(ws.tokens, T) and _labels_list(ws.features, d_model) and _labels_list(ws.jobs, H)
-            and _labels_list(ws.carries, H) and isinstance(ws.term, bool) and dims.d_model == d_model
-            and dims.num_kv_heads == H and dims.d_v == dims.d_k
+            and _labels_list(ws.carries, H) and isinstance(ws.term, bool) and dims["d_model"] == d_model
+            and dims["g"] == H and dims["d_v"] == dims["d_k"]
             and all(b is None for b in (ws.weights.b_Q, ws.weights.b_K, ws.weights.b_V, ws.weights.b_O)))
     try:
         return fits and ws == _complete(ws.student, ws.tokens, ws.features, ws.x, ws.weights, ws.jobs, ws.carries,
@@ -591,7 +591,7 @@ def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
     (False, True)
     """
     check_worksheet("to_markdown", "ws", ws)
-    check_bool("to_markdown", "key", key)
+    check_type("to_markdown", "key", key, bool, "True or False")
     out = [f"# Multi-head attention on paper: {_name(ws)}", "",
            f"Sentence: **{' '.join(ws.tokens)}**. {_facts(ws)}.", ""]
     for paragraph in _story(ws):
@@ -908,7 +908,7 @@ def to_html(sheets: Sequence[Worksheet], *, key: bool = False, paper: str = "a4"
     (2, 2, True)
     """
     check_sheets("to_html", "sheets", sheets)
-    check_bool("to_html", "key", key)
+    check_type("to_html", "key", key, bool, "True or False")
     size, _, _ = _paper(check_paper("to_html", "paper", paper))
     pages = [_sheet_page(ws)[0] for ws in sheets]
     if key:
@@ -1079,7 +1079,7 @@ def exam_markdown(ex: Exam, *, key: bool = False) -> str:
     '# Multi-head attention exam: student 1'
     """
     check_exam("exam_markdown", "ex", ex)
-    check_bool("exam_markdown", "key", key)
+    check_type("exam_markdown", "key", key, bool, "True or False")
     out = [f"# Multi-head attention exam: student {ex.student}", "", _EXAM_NOTE, ""]
     for n, q in enumerate(ex.questions, 1):
         out += [f"{n}. **{q.title}.** {q.prompt}", ""]
@@ -1135,7 +1135,7 @@ def check_exams(func: str, name: str, exams: object) -> None:
 def exam_html(exams: Sequence[Exam], *, key: bool = False, paper: str = "a4") -> str:
     """A print-ready page: one exam per page; with ``key=True`` the keys follow, one per page."""
     check_exams("exam_html", "exams", exams)
-    check_bool("exam_html", "key", key)
+    check_type("exam_html", "key", key, bool, "True or False")
     size, _, _ = _paper(check_paper("exam_html", "paper", paper))
     pages = [_exam_page(ex) for ex in exams] + ([_exam_key_page(ex) for ex in exams] if key else [])
     who = f"student {exams[0].student}" if len(exams) == 1 else f"students {exams[0].student}-{exams[-1].student}"
