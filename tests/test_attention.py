@@ -48,8 +48,14 @@ MESSAGES["bias not rows"] = SHARED["not rows"]
 
 
 def differ(func, a, a_shape, b, b_shape, a_place, b_place, size, a_dims, b_dims):
+    """The fields of check_sizes's message; each size read off the shape at its place."""
+    def n(shape, place):
+        if shape.startswith("a vector of"):
+            return int(shape.split()[-1])
+        dims = [int(d) for d in shape.split("x")]
+        return dims[(["rows", "columns"] if len(dims) == 2 else ["length", "rows", "columns"]).index(place)]
     return dict(func=func, a=a, a_shape=a_shape, b=b, b_shape=b_shape, a_place=a_place, b_place=b_place, size=size,
-                a_dims=a_dims, b_dims=b_dims)
+                a_dims=a_dims, b_dims=b_dims, a_n=n(a_shape, a_place), b_n=n(b_shape, b_place))
 
 
 MHA = "multi_head_attention"

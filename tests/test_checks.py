@@ -33,8 +33,8 @@ MESSAGES = {
     "not a vector": "{func}: {name} must be a list of numbers, got {type}",
     "empty vector": "{func}: {name} is empty; a vector needs at least one entry",
     "no matrices": "{func}: {name} must be a non-empty list with one matrix per head, got {value}",
-    "sizes differ": "{func}: {a} is {a_shape} and {b} is {b_shape}; {a}'s {a_place} and {b}'s {b_place} must be "
-                    "equal: both are {size} in {a} ({a_dims}) and {b} ({b_dims})",
+    "sizes differ": "{func}: {a} is {a_shape} and {b} is {b_shape}; {a}'s {a_place} ({a_n}) and {b}'s {b_place} ({b_n}) "
+                    "must be equal: both are {size} in {a} ({a_dims}) and {b} ({b_dims})",
     "not an int": "{func}: {name} must be an int, got {value} ({type})",
     "int too long": "{func}: {name} is {int}; an int here has at most 100 digits",
     "not positive": "{func}: {name} must be a positive int, got {value}",
@@ -64,8 +64,8 @@ BAD_CALLS = {
     "empty vector": (ShapeError, lambda: check_vector("f", "v", ()), dict(func="f", name="v")),
     "no matrices": (ShapeError, lambda: check_sizes("f", ("Ms", [], "h n m")), dict(func="f", name="Ms", value="[]")),
     "sizes differ": (ShapeError, lambda: check_sizes("f", ("Ms", [[[1.0]], [[1.0]], [[1.0, 2.0]]], "h n m")),
-                     dict(func="f", a="Ms[0]", a_shape="1x1", b="Ms[2]", b_shape="1x2", a_place="columns",
-                          b_place="columns", size="m", a_dims="n, m", b_dims="n, m")),
+                     dict(func="f", a="Ms[0]", a_shape="1x1", b="Ms[2]", b_shape="1x2", a_place="columns", a_n=1,
+                          b_place="columns", b_n=2, size="m", a_dims="n, m", b_dims="n, m")),
     "not an int": (TypeError, lambda: check_int("f", "seed", True), dict(func="f", name="seed", value=True, type="bool")),
     "int too long": (ValueError, lambda: check_int("f", "seed", 10**5000),
                      dict(func="f", name="seed", int="an int of about 5,000 digits")),

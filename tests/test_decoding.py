@@ -29,7 +29,7 @@ MESSAGES = {
 BAD_CALLS = {
     "x_row": (ShapeError, lambda: decode_step([0.1] * 3, W4),
               dict(func="decode_step", a="weights.W_Q", a_shape="2x4x2", b="x_row", b_shape="a vector of 3",
-                   a_place="rows", b_place="entries", size="d_model", a_dims="h, d_model, d_k", b_dims="d_model")),
+                   a_place="rows", b_place="entries", size="d_model", a_dims="h, d_model, d_k", b_dims="d_model", a_n=4, b_n=3)),
     "not a cache": (TypeError, lambda: decode_step([0.1] * 4, W4, (ROW, ROW)), dict(name="cache", type="tuple")),
     "cache heads": (ShapeError, lambda: decode_step([0.1] * 4, W4, KVCache([ROW], [ROW, ROW])),
                     dict(name="cache", field="K", n=1, g=2)),

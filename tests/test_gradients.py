@@ -43,10 +43,10 @@ W_BIG_DQ = MHAWeights([[[1e-9, 0.0]]], [[[1.0, 1e300]]], [[[1.0]]], [[1.0]])
 BAD_CALLS = {
     "grad_out shape": (ShapeError, lambda: attention_backward([[1.0]], [[1.0]], [[1.0, 2.0, 3.0]], [[1.0, 2.0]]),
                        dict(func="attention_backward", a="V", a_shape="1x3", b="grad_out", b_shape="1x2",
-                            a_place="columns", b_place="columns", size="d_v", a_dims="T_k, d_v", b_dims="T, d_v")),
+                            a_place="columns", b_place="columns", size="d_v", a_dims="T_k, d_v", b_dims="T, d_v", a_n=3, b_n=2)),
     "grad_output shape": (ShapeError, lambda: attention_backward_trace(X3, W4, G3[:2]),
                           dict(func="attention_backward_trace", a="x", a_shape="3x4", b="grad_output", b_shape="2x4",
-                               a_place="rows", b_place="rows", size="T", a_dims="T, d_model", b_dims="T, d_model")),
+                               a_place="rows", b_place="rows", size="T", a_dims="T, d_model", b_dims="T, d_model", a_n=3, b_n=2)),
     "gradients overflow": (ValueError, lambda: attention_backward([[1.0]], [[1.0]], [[1e308]], [[1e308]]),
                            dict(func="attention_backward")),
     "column sums overflow": (ValueError, lambda: column_sums([[1e308], [1e308]]), {}),

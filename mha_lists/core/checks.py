@@ -161,7 +161,7 @@ def check_sizes(func: str, *arguments: tuple) -> dict[str, int]:
     >>> check_sizes("matmul", ("A", [[1, 2]], "n m"), ("B", [[3], [4], [5]], "m p"))
     Traceback (most recent call last):
     ...
-    mha_lists.core.checks.ShapeError: matmul: A is 1x2 and B is 3x1; A's columns and B's rows must be equal: both are m in A (n, m) and B (m, p)
+    mha_lists.core.checks.ShapeError: matmul: A is 1x2 and B is 3x1; A's columns (2) and B's rows (3) must be equal: both are m in A (n, m) and B (m, p)
     """
     arguments = [(name, value, dims.split()) for name, value, dims in arguments]
     matrices = []  # every argument as matrices, to test the usual case in C: a vector v is the matrix [v]
@@ -184,8 +184,9 @@ def check_sizes(func: str, *arguments: tuple) -> dict[str, int]:
             a, a_place, a_dims, a_shape = first.setdefault(size, (name, place, dims, shape))
             if sizes.setdefault(size, n) != n:
                 raise ShapeError(f"{func}: {a} is {describe(a_shape)} and {name} is {describe(shape)}; {a}'s "
-                                 f"{PLACES[len(a_dims)][a_place]} and {name}'s {PLACES[len(dims)][place]} must be equal: "
-                                 f"both are {size} in {a} ({', '.join(a_dims)}) and {name} ({', '.join(dims)})")
+                                 f"{PLACES[len(a_dims)][a_place]} ({sizes[size]}) and {name}'s {PLACES[len(dims)][place]} "
+                                 f"({n}) must be equal: both are {size} in {a} ({', '.join(a_dims)}) and {name} "
+                                 f"({', '.join(dims)})")
     return sizes
 
 
