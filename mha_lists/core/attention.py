@@ -41,8 +41,6 @@ from .softmax_and_masks import MAX_MASK_SIDE, Mask, check_mask, masked, softmax_
 __all__ = ["attention", "multi_head_attention", "attention_trace", "MHAWeights"]
 
 
-
-
 # === The weights ===
 
 
@@ -229,13 +227,13 @@ def check_weights(func: str, name: str, weights: object, *more: tuple) -> dict[s
     sizes by name: d_model, h query heads, g key/value heads, d_k, d_v (and those ``more`` names)."""
     if not isinstance(weights, MHAWeights):
         raise TypeError(f"{func}: {name} must be an MHAWeights, got {type(weights).__name__}")
-    shapes = ("h d_model d_k", "g d_model d_k", "g d_model d_v", "hd_v d_model", "h d_k", "g d_k", "g d_v", "d_model")
+    shapes = ("h d_model d_k", "g d_model d_k", "g d_model d_v", "h*d_v d_model", "h d_k", "g d_k", "g d_v", "d_model")
     given = [(f"{name}.{part}", value, dims) for part, value, dims in zip(MHAWeights._fields, weights, shapes)
              if value is not None or part.startswith("W")]  # the biases are optional
     n = check_sizes(func, *given, *more)
     if n["h"] % n["g"]:
         raise ShapeError(f"{func}: {n['h']} query heads and {n['g']} key/value heads; num_kv_heads must divide num_heads")
-    if n["hd_v"] != n["h"] * n["d_v"]:
-        raise ShapeError(f"{func}: {name}.W_O has {n['hd_v']} rows; it must have num_heads * d_v = "
+    if n["h*d_v"] != n["h"] * n["d_v"]:
+        raise ShapeError(f"{func}: {name}.W_O has {n['h*d_v']} rows; it must have num_heads * d_v = "
                          f"{n['h'] * n['d_v']} ({n['h']} heads of width {n['d_v']})")
     return n

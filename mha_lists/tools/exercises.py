@@ -21,7 +21,8 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
    ``notebooks/exercises``) and compares every check cell, by ``grade_id``, with the one handed
    out. A check cell that is missing (deleted, or its ``grade_id`` edited), duplicated, turned
    into another cell type, moved away from its exercise, or whose source differs by one
-   character, is worth 0 points, with that reason (nbgrader's checksums catch the same);
+   character, is worth 0 points, with that reason (nbgrader's checksums notice the same edits, and
+   nbgrader puts the handed-out cell back and grades that: the edit gains nothing either way);
 2. it runs the notebook's code cells top to bottom in a fresh Python process (plain Python: a
    line of IPython magic is a SyntaxError in its own cell), and in place of each check cell the
    teacher's (hidden tests included), in a second process (below); outputs stored in the file
