@@ -305,3 +305,105 @@ def test_bad_input_gets_a_short_named_error_and_changes_nothing(name):
         assert message.startswith(f"{name}: "), message
         assert "\n" not in message and len(message) < 300, message
         assert snapshot(args, kwargs) == before, f"{name} changed its arguments"
+
+
+# === The feed-forward layer and the whole block (PyTorch: tools/check_against_torch.py) ===
+
+from mha_lists import causal_mask, init_mha_weights  # noqa: E402
+from mha_lists.teaching.block import BlockWeights, encoder_layer, feed_forward, gelu, relu  # noqa: E402
+from mha_lists.teaching.weights import derive_rng  # noqa: E402
+from bad_inputs import assert_no_mutation, refused  # noqa: E402
+
+
+def block_weights(d_model=8, h=2, d_ff=12, seed=0):
+    rng = derive_rng(seed, "test/block")
+    draw = lambda rows, cols: [[rng.gauss(0, 0.5) for _ in range(cols)] for _ in range(rows)]  # noqa: E731
+    row = lambda d, mean=0.0: [mean + rng.gauss(0, 0.3) for _ in range(d)]  # noqa: E731
+    return BlockWeights(init_mha_weights(d_model, h, seed=seed, bias=True), draw(d_model, d_ff), row(d_ff),
+                        draw(d_ff, d_model), row(d_model), row(d_model, 1.0), row(d_model), row(d_model, 1.0),
+                        row(d_model))
+
+
+def test_activations_by_hand():
+    assert [relu(v) for v in (-2.0, 0.0, 3.0)] == [0.0, 0.0, 3.0]
+    assert gelu(0.0) == 0.0 and gelu(1.0) == pytest.approx(0.8413447460685429) and gelu(-1.0) == pytest.approx(-0.15865525393145707)
+    assert gelu(10.0) == pytest.approx(10.0) and abs(gelu(-10.0)) < 1e-20  # Phi(10) = 1, Phi(-10) = 0 in float64
+
+
+def test_feed_forward_by_hand():
+    # relu([1, -2] I + 0) = [1, 0]; [1, 0] (2 I) + 0.5 = [2.5, 0.5]; gelu keeps a little of the negative entry
+    W_1, W_2 = [[1.0, 0.0], [0.0, 1.0]], [[2.0, 0.0], [0.0, 2.0]]
+    assert feed_forward([[1.0, -2.0]], W_1, [0.0, 0.0], W_2, [0.5, 0.5]) == [[2.5, 0.5]]
+    out = feed_forward([[1.0, -2.0]], W_1, [0.0, 0.0], W_2, [0.5, 0.5], activation="gelu")
+    assert out[0] == pytest.approx([2 * gelu(1.0) + 0.5, 2 * gelu(-2.0) + 0.5])
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_encoder_layer_is_the_public_functions_composed_bit_for_bit(norm_first, activation, masked):
+    w = block_weights()
+    x = [[0.3 * math.sin(i + 2 * j) for j in range(8)] for i in range(5)]
+    mask = causal_mask(5) if masked else None
+
+    def mha(h):
+        return multi_head_attention(h, w.attention, mask=mask)
+
+    def ffn(h):
+        return feed_forward(h, w.W_1, w.b_1, w.W_2, w.b_2, activation=activation)
+
+    if norm_first:  # GPT-2: x + MHA(LN_1(x)), then + FFN(LN_2(.))
+        h = add(x, mha(layer_norm(x, w.gain_1, w.bias_1)))
+        expected = add(h, ffn(layer_norm(h, w.gain_2, w.bias_2)))
+    else:  # the original Transformer: LN_1(x + MHA(x)), then LN_2(. + FFN(.))
+        h = layer_norm(add(x, mha(x)), w.gain_1, w.bias_1)
+        expected = layer_norm(add(h, ffn(h)), w.gain_2, w.bias_2)
+    assert encoder_layer(x, w, mask=mask, norm_first=norm_first, activation=activation) == expected
+
+
+def test_post_norm_rows_have_mean_bias_and_pre_norm_keeps_the_residual():
+    w = block_weights()._replace(gain_2=[1.0] * 8, bias_2=[0.25] * 8)
+    x = [[0.1 * (i - j) for j in range(8)] for i in range(4)]
+    for row in encoder_layer(x, w):  # the last step is LayerNorm: each row's mean is its bias
+        assert statistics.fmean(row) == pytest.approx(0.25)
+    zero = block_weights()._replace(W_2=[[0.0] * 8] * 12, b_2=[0.0] * 8)
+    zero = zero._replace(attention=zero.attention._replace(W_O=[[0.0] * 8] * 8, b_O=[0.0] * 8))
+    assert encoder_layer(x, zero, norm_first=True) == x  # both branches add 0: the residual stream is x
+
+
+def test_encoder_layer_names_its_arguments():
+    w, x = block_weights(), [[0.1] * 8] * 3
+    cases = [
+        (lambda: encoder_layer(x, w.attention), TypeError, r"^encoder_layer: weights must be a BlockWeights"),
+        (lambda: encoder_layer(x, w, activation="tanh"), ValueError, r"^encoder_layer: activation is 'tanh'; it must be"),
+        (lambda: encoder_layer(x, w, norm_first=1), TypeError, r"^encoder_layer: norm_first must be True or False"),
+        (lambda: encoder_layer(x, w._replace(W_1=w.W_1[:7])), ShapeError,
+         r"^encoder_layer: weights.attention.W_Q is 2x8x4 and weights.W_1 is 7x12"),
+        (lambda: encoder_layer(x, w._replace(b_2=[0.0] * 3)), ShapeError, r"^encoder_layer: .*weights.b_2 is a vector of 3"),
+        (lambda: encoder_layer(x, w, mask=causal_mask(4)), ShapeError, r"^encoder_layer: mask is 4x4"),
+        (lambda: encoder_layer([[0.1] * 5] * 3, w), ShapeError, r"^encoder_layer: weights.attention.W_Q is 2x8x4 and x is 3x5"),
+        (lambda: encoder_layer(x, w._replace(gain_1=[math.nan] * 8)), ValueError, r"^encoder_layer: weights.gain_1\[0\] is nan"),
+        (lambda: feed_forward(x, w.W_1, w.b_1, w.W_2, w.b_2, activation=None), ValueError, r"^feed_forward: activation is None"),
+        (lambda: feed_forward(x, w.W_1, w.b_1, w.W_1, w.b_2), ShapeError, r"^feed_forward: "),
+    ]
+    for call, error, start in cases:
+        with pytest.raises(error, match=start):
+            call()
+    for bad in (None, 5, [[1.0], [2.0, 3.0]], [["a"] * 8], [[10**400] * 8]):
+        refused("encoder_layer", lambda: encoder_layer(bad, w))
+        refused("feed_forward", lambda: feed_forward(bad, w.W_1, w.b_1, w.W_2, w.b_2))
+
+
+def test_an_overflow_in_the_block_is_named_after_it():
+    w = block_weights()
+    with pytest.raises(ValueError, match=r"^encoder_layer: the .* are too large"):
+        encoder_layer([[0.5] * 4 + [-0.5] * 4] * 2, w._replace(W_1=[[1e300] * 12] * 8, W_2=[[1e300] * 8] * 12))
+    with pytest.raises(ValueError, match=r"^feed_forward: the .* are too large"):
+        feed_forward([[1e200] * 8], [[1e200] * 12] * 8, w.b_1, w.W_2, w.b_2)
+
+
+def test_the_block_leaves_its_arguments_alone():
+    w = block_weights()
+    x = [[0.2 * j for j in range(8)]] * 3
+    assert_no_mutation(encoder_layer, x, w, mask=causal_mask(3), norm_first=True, activation="gelu")
+    assert_no_mutation(feed_forward, x, w.W_1, w.b_1, w.W_2, w.b_2)

@@ -29,9 +29,10 @@ def exported_names() -> set[str]:
 
 def test_at_most_30_names_at_the_top_and_few_exported_in_all():
     assert len(mha_lists.__all__) <= 30
-    # Issue 13's goal. Each module exports what the notebooks import from it: 100 names today,
-    # since a strided tensor's operations are its methods, as in PyTorch (t.view(...)).
-    assert len(exported_names()) <= 100
+    # Issue 13's goal was 100; each module exports what the notebooks import from it, and a strided
+    # tensor's operations are its methods, as in PyTorch (t.view(...)). Issue 23's block around
+    # attention adds three: feed_forward, encoder_layer and BlockWeights.
+    assert len(exported_names()) <= 103
 
 
 def test_every_exported_name_is_used_by_a_notebook_the_docs_or_another_module():

@@ -38,7 +38,7 @@ from mha_lists import (causal_mask, concat_heads, init_mha_weights, multi_head_a
 from mha_lists.teaching.display import format_number
 from mha_lists.core.gradients import multi_head_attention_backward
 from mha_lists.teaching.weights import kv_head_for
-from mha_lists.teaching.block import dropout, layer_norm
+from mha_lists.teaching.block import BlockWeights, dropout, encoder_layer, layer_norm
 from mha_lists.teaching import induction
 from mha_lists.teaching.torch_init import linear_bound, mha_in_proj_bound, xavier_uniform_bound
 from mha_lists.teaching.weights import derive_rng
@@ -208,6 +208,7 @@ def main():
             ok &= compare(f"{name} vs nn.MultiheadAttention", ours, torch_nn_mha(x, w, mask))
     ok &= check_block_and_init(ex)
     print("all within 1e-12:", ok)
+    ok &= check_encoder_layer()
 
     print("gradients of sum(output * grad_output): ours against PyTorch autograd")
     grads_ok, worst = True, 0.0
@@ -219,6 +220,55 @@ def main():
     print(f"all gradients within 1e-9: {grads_ok} (largest difference {worst:.1e})")
     induction_ok = check_induction()
     return 0 if ok and grads_ok and induction_ok else 1
+
+
+def torch_encoder_layer(x, w, *, mask, norm_first, activation):
+    """nn.TransformerEncoderLayer (batch_first, dropout 0) with our BlockWeights, on x (T, d_model)."""
+    d_model, h, d_ff = len(x[0]), len(w.attention.W_Q), len(w.W_1[0])
+    layer = torch.nn.TransformerEncoderLayer(d_model, h, dim_feedforward=d_ff, dropout=0.0, activation=activation,
+                                             batch_first=True, norm_first=norm_first)
+    a = w.attention
+    with torch.no_grad():
+        layer.self_attn.in_proj_weight.copy_(torch.cat([t(concat_heads(a.W_Q)).T, t(concat_heads(a.W_K)).T,
+                                                        t(concat_heads(a.W_V)).T]))
+        layer.self_attn.in_proj_bias.copy_(torch.cat([t(b) for b in a.b_Q + a.b_K + a.b_V]))
+        layer.self_attn.out_proj.weight.copy_(t(a.W_O).T)
+        layer.self_attn.out_proj.bias.copy_(t(a.b_O))
+        for lin, W, b in ((layer.linear1, w.W_1, w.b_1), (layer.linear2, w.W_2, w.b_2)):
+            lin.weight.copy_(t(W).T)
+            lin.bias.copy_(t(b))
+        for norm, g, b in ((layer.norm1, w.gain_1, w.bias_1), (layer.norm2, w.gain_2, w.bias_2)):
+            norm.weight.copy_(t(g))
+            norm.bias.copy_(t(b))
+    layer.train()  # dropout is 0; training mode keeps PyTorch off its fused inference path
+    src_mask = None if mask is None else ~torch.tensor(mask)
+    with torch.no_grad():
+        return layer(t([x]), src_mask=src_mask)[0]
+
+
+def check_encoder_layer():
+    """encoder_layer against nn.TransformerEncoderLayer: relu and gelu, post-norm and pre-norm, with and without
+    the causal mask, several sizes; every weight, bias, gain drawn at random (not PyTorch's initial values)."""
+    print("encoder_layer vs nn.TransformerEncoderLayer (batch_first, dropout 0)")
+    ok, worst = True, 0.0
+    for n, (d_model, h, d_ff, T) in enumerate([(8, 2, 16, 5), (12, 3, 7, 4), (16, 4, 32, 6), (6, 1, 5, 1)]):
+        rng = derive_rng(n, "torch-check/encoder_layer")
+        draw = lambda rows, cols: [[rng.gauss(0, 0.5) for _ in range(cols)] for _ in range(rows)]  # noqa: E731
+        row = lambda d, mean=0.0: [mean + rng.gauss(0, 0.3) for _ in range(d)]  # noqa: E731
+        attention = with_biases(init_mha_weights(d_model, h, seed=n, bias=True), seed=n)
+        w = BlockWeights(attention, draw(d_model, d_ff), row(d_ff), draw(d_ff, d_model), row(d_model),
+                         row(d_model, 1.0), row(d_model), row(d_model, 1.0), row(d_model))
+        x = draw(T, d_model)
+        for activation in ("relu", "gelu"):
+            for norm_first in (False, True):
+                for mask in (None, causal_mask(T)):
+                    ours = encoder_layer(x, w, mask=mask, norm_first=norm_first, activation=activation)
+                    theirs = torch_encoder_layer(x, w, mask=mask, norm_first=norm_first, activation=activation)
+                    diff = (t(ours) - theirs).abs().max().item()
+                    worst = max(worst, diff)
+                    ok &= diff <= 1e-9
+    print(f"  16 configurations at each of 4 sizes: largest difference {worst:.1e}; all within 1e-9: {ok}")
+    return ok
 
 
 def torch_induction_loss(params, model, seq):

@@ -205,11 +205,11 @@ def check_head(func: str, Q: object, K: object, V: object, mask: object, scale: 
 
 
 def check_layer(func: str, x: object, weights: object, context: object, mask: object, scale: object,
-                *more: tuple) -> float:
-    """x, the weights, the context (and ``more`` arguments), the limits on tokens and on work, the mask and
-    the scale; return the scale to use (1 / sqrt(d_k) when it is None)."""
+                *more: tuple, name: str = "weights") -> float:
+    """x, the weights (called ``name``), the context (and ``more`` arguments), the limits on tokens and on work,
+    the mask and the scale; return the scale to use (1 / sqrt(d_k) when it is None)."""
     C = [] if context is None else [("context", context, "T_k d_model")]
-    n = check_weights(func, "weights", weights, ("x", x, "T d_model"), *C, *more)
+    n = check_weights(func, name, weights, ("x", x, "T d_model"), *C, *more)
     T, T_k, d_model, h, g, d_k, d_v = n["T"], n.get("T_k", n["T"]), n["d_model"], n["h"], n["g"], n["d_k"], n["d_v"]
     for name, rows in (("x", T), ("context", T_k)):
         if rows > MAX_MASK_SIDE:

@@ -1,4 +1,4 @@
-"""What surrounds attention in a transformer block: LayerNorm and dropout.
+"""What surrounds attention in a transformer block: LayerNorm, dropout, the feed-forward layer, the block.
 
 The residual sum is plain ``add(x, f_x)``; the two places LayerNorm can go are
 
@@ -10,24 +10,37 @@ layer_norm(x, gain=None, bias=None, *, eps)    each row of x (T, d) to mean 0 an
                                                (biased: divide by d), then * gain + bias
 dropout(M, p, *, rng)                          zero each entry with probability p and scale
                                                the survivors by 1 / (1 - p); p = 0 is a copy
+feed_forward(x, W_1, b_1, W_2, b_2, *, act)    activation(x W_1 + b_1) W_2 + b_2, row by row
+encoder_layer(x, weights, *, mask, norm_first)  the whole block: attention and the feed-forward
+                                               layer, each with its residual sum and LayerNorm
 =============================================  ===============================================
 
-Both follow PyTorch: ``nn.LayerNorm(d)`` (eps 1e-5, gain 1 and bias 0 at init) and inverted
-dropout as in ``nn.Dropout`` / ``nn.MultiheadAttention(dropout=p)`` in training mode. Random
-numbers come from the generator passed in, never from the global one.
+All follow PyTorch: ``nn.LayerNorm(d)`` (eps 1e-5, gain 1 and bias 0 at init), inverted
+dropout as in ``nn.Dropout`` / ``nn.MultiheadAttention(dropout=p)`` in training mode, and
+``nn.TransformerEncoderLayer`` (batch_first, dropout 0), whose forward pass is
+
+    post-norm (norm_first=False):  x = LN_1(x + MHA(x));   x = LN_2(x + FFN(x))
+    pre-norm  (norm_first=True):   x = x + MHA(LN_1(x));   x = x + FFN(LN_2(x))
+
+with FFN(x) = activation(x W_1 + b_1) W_2 + b_2 (relu, or gelu with erf, PyTorch's exact one).
+Multi-head attention in the block is the core's layer (``attention.trace_layer``), the same code
+as ``multi_head_attention``. Random numbers come from the generator passed in, never from the
+global one.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from typing import Optional
+from typing import NamedTuple, Optional
 
-from ..core.checks import check_type, ShapeError, all_finite, check_matrix, check_number, check_vector, shorten, \
-    too_large
-from ..core.matrix import Matrix, Vector
+from ..core.attention import MHAWeights, affine, check_layer, trace_layer
+from ..core.checks import check_type, ShapeError, all_finite, check_matrix, check_number, check_sizes, check_vector, \
+    shorten, too_large
+from ..core.matrix import MAX_WORK, Matrix, Vector, finite, overflow_named, too_much_work
+from ..core.softmax_and_masks import Mask
 
-__all__ = ["layer_norm", "dropout", "LAYER_NORM_EPS"]
+__all__ = ["layer_norm", "dropout", "LAYER_NORM_EPS", "feed_forward", "encoder_layer", "BlockWeights"]
 
 LAYER_NORM_EPS = 1e-5  # PyTorch's default for nn.LayerNorm and F.layer_norm
 
@@ -66,26 +79,31 @@ def layer_norm(x: Matrix, gain: Optional[Vector] = None, bias: Optional[Vector] 
             raise ShapeError(f"layer_norm: x is {T}x{d} and {name} has {len(v)} entries; {name} needs one entry "
                              f"per column ({d})")
     check_number("layer_norm", "eps", eps, positive=True)
+    with overflow_named("layer_norm"):
+        return normed(x, gain, bias, eps)
+
+
+def normed(x: Matrix, gain: Optional[Vector], bias: Optional[Vector], eps: float) -> Matrix:  # unchecked layer_norm
+    """Each row to mean 0 and variance 1, then * gain + bias, on arguments already checked; a result past
+    float64's range raises OverflowError naming what overflowed."""
     try:
         rows = [_normalise(row, eps) for row in x]
     except (OverflowError, ValueError):  # a square or fsum's running total past float64's range (inf - inf)
         rows = None
     if rows is None or not all_finite(rows):  # a deviation of inf makes inf / inf
-        raise too_large("layer_norm", "the squared deviations")
+        raise OverflowError("the squared deviations")
     if gain is not None:
         rows = [[y * g for y, g in zip(row, gain)] for row in rows]
     if bias is not None:
         rows = [[y + b for y, b in zip(row, bias)] for row in rows]
-    if not all_finite(rows):  # a gain or a bias near float64's largest
-        raise too_large("layer_norm", "the outputs")
-    return rows
+    return finite(rows, "the outputs")  # a gain or a bias near float64's largest
 
 
 def _normalise(row: Vector, eps: float) -> Vector:
     """(row - mean) / sqrt(var + eps) for one row (d,); the result is (d,).
 
     A square, or fsum's running total, that leaves float64's range raises
-    OverflowError (or fsum's ValueError for inf - inf); ``layer_norm`` names it.
+    OverflowError (or fsum's ValueError for inf - inf); ``normed`` names it.
     """
     d = len(row)
     mean = math.fsum(row) / d
@@ -124,3 +142,111 @@ def dropout(M: Matrix, p: float, *, rng: random.Random) -> Matrix:  # (n, m) -> 
     if not all_finite([[max(abs(v) for row in M for v in row) * survivor_scale]]):  # as the body scales
         raise too_large("dropout", "the scaled survivors")  # an entry near float64's largest, divided by 1 - p
     return [[v * survivor_scale if rng.random() < keep else 0.0 for v in row] for row in M]
+
+
+# === The feed-forward layer and the whole block ===
+
+
+def relu(v: float) -> float:
+    """max(0, v): PyTorch's ``F.relu``."""
+    return v if v > 0 else 0.0
+
+
+def gelu(v: float) -> float:
+    """v * Phi(v), Phi the standard normal's distribution function: PyTorch's ``F.gelu`` (approximate="none")."""
+    return 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))
+
+
+ACTIVATIONS = ("relu", "gelu")  # what nn.TransformerEncoderLayer takes by name
+
+
+class BlockWeights(NamedTuple):
+    """One encoder layer's weights; every matrix is (d_in, d_out), applied as ``x @ W``."""
+
+    attention: MHAWeights  # self-attention (biases optional, as in nn.MultiheadAttention)
+    W_1: Matrix  # (d_model, d_ff): the feed-forward layer's first linear map, PyTorch's linear1.weight^T
+    b_1: Vector  # (d_ff,)
+    W_2: Matrix  # (d_ff, d_model): its second, linear2.weight^T
+    b_2: Vector  # (d_model,)
+    gain_1: Vector  # (d_model,): LayerNorm 1 (norm1), after attention's residual sum, or before attention
+    bias_1: Vector  # (d_model,)
+    gain_2: Vector  # (d_model,): LayerNorm 2 (norm2), around the feed-forward layer
+    bias_2: Vector  # (d_model,)
+
+
+FFN_SHAPES = (("W_1", "d_model d_ff"), ("b_1", "d_ff"), ("W_2", "d_ff d_model"), ("b_2", "d_model"))
+NORM_SHAPES = (("gain_1", "d_model"), ("bias_1", "d_model"), ("gain_2", "d_model"), ("bias_2", "d_model"))
+
+
+def check_activation(func: str, activation: object) -> None:
+    """One of ACTIVATIONS, by name."""
+    if activation not in ACTIVATIONS or not isinstance(activation, str):
+        raise ValueError(f"{func}: activation is {shorten(activation)}; it must be "
+                         f"{' or '.join(map(repr, ACTIVATIONS))}")
+
+
+def ffn(x: Matrix, W_1: Matrix, b_1: Vector, W_2: Matrix, b_2: Vector, activation: str) -> Matrix:  # unchecked
+    """activation(x W_1 + b_1) W_2 + b_2, on arguments already checked."""
+    act = relu if activation == "relu" else gelu
+    hidden = [[act(v) for v in row] for row in affine(x, W_1, b_1)]
+    return finite(affine(hidden, W_2, b_2), "the feed-forward outputs")
+
+
+def feed_forward(x: Matrix, W_1: Matrix, b_1: Vector, W_2: Matrix, b_2: Vector, *,
+                 activation: str = "relu") -> Matrix:  # (T, d_model) -> (T, d_model)
+    """The position-wise feed-forward layer: activation(x W_1 + b_1) W_2 + b_2, each row on its own.
+
+    W_1 (d_model, d_ff) widens each token's row (PyTorch's default d_ff is 2048 for d_model 512),
+    the activation bends it, W_2 (d_ff, d_model) brings it back to d_model.
+
+    >>> feed_forward([[1.0, -2.0]], [[1.0, 0.0], [0.0, 1.0]], [0.0, 0.0], [[2.0, 0.0], [0.0, 2.0]], [0.5, 0.5])
+    [[2.5, 0.5]]
+    """
+    check_sizes("feed_forward", ("x", x, "T d_model"), *[(name, value, dims) for (name, dims), value in
+                                                         zip(FFN_SHAPES, (W_1, b_1, W_2, b_2))])
+    check_activation("feed_forward", activation)
+    work = len(x) * len(W_1) * len(W_1[0]) * 2
+    if work > MAX_WORK:
+        raise too_much_work("feed_forward", work)
+    with overflow_named("feed_forward"):
+        return ffn(x, W_1, b_1, W_2, b_2, activation)
+
+
+def encoder_layer(x: Matrix, weights: BlockWeights, *, mask: Optional[Mask] = None, norm_first: bool = False,
+                  activation: str = "relu", eps: float = LAYER_NORM_EPS) -> Matrix:  # (T, d_model) -> (T, d_model)
+    """One transformer encoder layer, as PyTorch's ``nn.TransformerEncoderLayer`` (batch_first, dropout 0).
+
+    Post-norm (``norm_first=False``, the original Transformer and PyTorch's default):
+    ``x = LN_1(x + MHA(x)); x = LN_2(x + FFN(x))``. Pre-norm (``norm_first=True``, GPT-2):
+    ``x = x + MHA(LN_1(x)); x = x + FFN(LN_2(x))``. ``mask`` (T, T) is True where query i may
+    attend to key j, as everywhere in this package (PyTorch's boolean ``src_mask`` is its negation).
+
+    >>> from mha_lists import init_mha_weights
+    >>> w = BlockWeights(init_mha_weights(2, 1, seed=0), [[1.0], [1.0]], [0.0], [[1.0, -1.0]], [0.0, 0.0],
+    ...                  [1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0])
+    >>> [[round(v, 4) for v in row] for row in encoder_layer([[1.0, 0.0], [0.0, 1.0]], w)]
+    [[1.0, -1.0], [-1.0, 1.0]]
+    """
+    if not isinstance(weights, BlockWeights):
+        raise TypeError(f"encoder_layer: weights must be a BlockWeights, got {type(weights).__name__}")
+    parts = [(f"weights.{name}", getattr(weights, name), dims) for name, dims in FFN_SHAPES + NORM_SHAPES]
+    scale = check_layer("encoder_layer", x, weights.attention, None, mask, None, *parts, name="weights.attention")
+    check_type("encoder_layer", "norm_first", norm_first, bool, "True or False")
+    check_activation("encoder_layer", activation)
+    check_number("encoder_layer", "eps", eps, positive=True)
+    if len(x) * len(weights.W_1) * len(weights.W_1[0]) * 2 > MAX_WORK:
+        raise too_much_work("encoder_layer", len(x) * len(weights.W_1) * len(weights.W_1[0]) * 2)
+    w = weights
+
+    def attend(h: Matrix) -> Matrix:  # the core's layer, the same code as multi_head_attention
+        return trace_layer(h, w.attention, None, mask, scale).output
+
+    def plus(A: Matrix, B: Matrix) -> Matrix:  # the residual sum
+        return finite([[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)], "the residual sums")
+
+    with overflow_named("encoder_layer"):
+        if norm_first:
+            x = plus(x, attend(normed(x, w.gain_1, w.bias_1, eps)))
+            return plus(x, ffn(normed(x, w.gain_2, w.bias_2, eps), w.W_1, w.b_1, w.W_2, w.b_2, activation))
+        x = normed(plus(x, attend(x)), w.gain_1, w.bias_1, eps)
+        return normed(plus(x, ffn(x, w.W_1, w.b_1, w.W_2, w.b_2, activation)), w.gain_2, w.bias_2, eps)
