@@ -792,3 +792,14 @@ def test_the_module_keeps_no_state():
     state = [name for name, value in vars(attention_module).items()
              if not name.startswith("__") and "mutmut" not in name and isinstance(value, (list, dict, set))]
     assert state == []
+
+
+def test_every_bias_is_checked_against_its_heads():
+    w = W4._replace(b_Q=[[0.0] * 2] * 2, b_K=[[0.0] * 2] * 2, b_V=[[0.0] * 2] * 2, b_O=[0.0] * 4)
+    assert multi_head_attention(X3, w) == multi_head_attention(X3, W4)  # zero biases change nothing
+    for part, wrong, start in [("b_K", [[0.0] * 2], r"weights\.W_K is 2x4x2 and weights\.b_K is 1x2; weights\.W_K's length"),
+                               ("b_K", [[0.0] * 3] * 2, r"weights\.W_Q is 2x4x2 and weights\.b_K is 2x3; weights\.W_Q's columns"),
+                               ("b_V", [[0.0] * 2] * 3, r"weights\.W_K is 2x4x2 and weights\.b_V is 3x2; weights\.W_K's length"),
+                               ("b_Q", [[0.0] * 1] * 2, r"weights\.W_Q is 2x4x2 and weights\.b_Q is 2x1; weights\.W_Q's columns")]:
+        with pytest.raises(ShapeError, match=rf"^multi_head_attention: {start}"):
+            multi_head_attention(X3, w._replace(**{part: wrong}))

@@ -491,3 +491,11 @@ def test_the_backward_pass_has_the_forward_passs_limits():
 ])
 def test_every_public_function_leaves_its_arguments_alone(call, args, kwargs):
     assert_no_mutation(call, *args, **kwargs)
+
+
+def test_grad_output_needs_one_row_per_token_in_every_entry_point():
+    x, w, context, G, mask = _config(12)
+    for func in (multi_head_attention_backward, attention_backward_trace):
+        with pytest.raises(ShapeError, match=rf"^{func.__name__}: x is 4x6 and grad_output is 3x6; x's rows \(4\) and "
+                                             r"grad_output's rows \(3\) must be equal"):
+            func(x, w, G[:3])

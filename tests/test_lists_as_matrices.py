@@ -327,3 +327,9 @@ def test_results_are_new_lists():
     assert scale(A, 1)[0] is not A[0]
     assert split_rows(A, [1])[0][0] is not A[0]
     assert math.isfinite(matmul(A, [[1.0], [1.0]])[0][0])
+
+
+def test_a_sum_that_overflows_inside_fsum_is_named_like_a_product_that_does():
+    # 1e308 + 1e308: each product is finite, their sum is not, and fsum says so itself
+    with pytest.raises(ValueError, match=r"^matmul: the products of A and B are too large"):
+        matmul([[1e308, 1e308]], [[1.0], [1.0]])

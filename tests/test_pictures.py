@@ -531,3 +531,53 @@ BAD_CALLS = [  # (name the message must start with, function, arguments, keyword
 @pytest.mark.parametrize("name", sorted({case[0] for case in BAD_CALLS}))
 def test_bad_input_gets_a_short_named_error_and_changes_nothing(name):
     assert_refused_unchanged(name, BAD_CALLS, (ShapeError, ValueError, TypeError))
+
+
+# === block_diagram: the block around attention ===
+
+from mha_lists.teaching.block import BlockWeights, encoder_layer  # noqa: E402
+from mha_lists.teaching.pictures import block_diagram  # noqa: E402
+from mha_lists.teaching.weights import derive_rng  # noqa: E402
+
+
+def example_block(ex, d_ff_per_d=4, seed=None):
+    d = len(ex.x[0])
+    rng = derive_rng(ex.seed if seed is None else seed, "test/block_diagram")
+    draw = lambda r, c: [[rng.gauss(0, c ** -0.5) for _ in range(c)] for _ in range(r)]  # noqa: E731
+    return BlockWeights(ex.weights, draw(d, d_ff_per_d * d), [0.0] * (d_ff_per_d * d), draw(d_ff_per_d * d, d),
+                        [0.0] * d, [1.0] * d, [0.0] * d, [1.0] * d, [0.0] * d)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_block_diagram_draws_the_layers_own_steps(norm_first):
+    ex = running_example()
+    w = example_block(ex)
+    picture = block_diagram(ex.x, w, norm_first=norm_first)
+    root = parse(picture)
+    names = ["x", "LayerNorm 1", "attention", "+", "LayerNorm 2", "feed-forward", "+"] if norm_first else \
+        ["x", "attention", "+", "LayerNorm 1", "feed-forward", "+", "LayerNorm 2"]
+    shown = [t for t in texts(root) if t in set(names)]
+    assert shown == names  # one box per step, in the order encoder_layer computes them
+    assert "hidden 5×64" in " ".join(texts(root)) and texts(root).count("residual") == 2
+    out = encoder_layer(ex.x, w, norm_first=norm_first)  # the last box is the layer's output
+    rms = math.sqrt(math.fsum(v * v for row in out for v in row) / (len(out) * len(out[0])))
+    assert picture.text.endswith(f"(rms {rms:.2f})")
+
+
+def test_block_diagram_follows_a_learners_edit():
+    ex = running_example(sentence="<BOS> I like <EOS>", d_model=8, num_heads=4, seed=3)
+    a, b = block_diagram(ex.x, example_block(ex, 2)), block_diagram(ex.x, example_block(ex, 2, seed=99))
+    assert "x 4×8" in a.text and "hidden 4×16" in a.text
+    assert a.text != b.text  # other weights, other sizes
+
+
+def test_block_diagram_names_its_arguments():
+    ex = running_example()
+    w = example_block(ex)
+    for call, error, start in [(lambda: block_diagram(ex.x, ex.weights), TypeError, "block_diagram: weights must be"),
+                               (lambda: block_diagram([row[:3] for row in ex.x], w), ShapeError, "block_diagram: "),
+                               (lambda: block_diagram(ex.x, w, activation="silu"), ValueError,
+                                "block_diagram: activation is 'silu'"),
+                               (lambda: block_diagram(ex.x, w, mask=[[True]]), ShapeError, "block_diagram: mask is 1x1")]:
+        with pytest.raises(error, match=f"^{start}"):
+            call()

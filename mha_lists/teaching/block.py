@@ -212,6 +212,50 @@ def feed_forward(x: Matrix, W_1: Matrix, b_1: Vector, W_2: Matrix, b_2: Vector, 
         return ffn(x, W_1, b_1, W_2, b_2, activation)
 
 
+def check_block(func: str, x: object, weights: object, mask: object, norm_first: object, activation: object,
+                eps: object) -> float:
+    """x and every part of an encoder layer's weights against their declared shapes, the mask, the switches and
+    the limit on work; return attention's scale."""
+    if not isinstance(weights, BlockWeights):
+        raise TypeError(f"{func}: weights must be a BlockWeights, got {type(weights).__name__}")
+    parts = [(f"weights.{name}", getattr(weights, name), dims) for name, dims in FFN_SHAPES + NORM_SHAPES]
+    scale = check_layer(func, x, weights.attention, None, mask, None, *parts, name="weights.attention")
+    check_type(func, "norm_first", norm_first, bool, "True or False")
+    check_activation(func, activation)
+    check_number(func, "eps", eps, positive=True)
+    if len(x) * len(weights.W_1) * len(weights.W_1[0]) * 2 > MAX_WORK:
+        raise too_much_work(func, len(x) * len(weights.W_1) * len(weights.W_1[0]) * 2)
+    return scale
+
+
+def block_steps(x: Matrix, w: BlockWeights, mask: Optional[Mask], scale: float, norm_first: bool, activation: str,
+                eps: float) -> list[tuple[str, Matrix]]:
+    """Every intermediate of one encoder layer, named, in the order computed, on arguments already checked;
+    the last is the layer's output. Attention is the core's layer (``attention.trace_layer``)."""
+    steps = [("x", x)]
+
+    def step(name: str, M: Matrix) -> Matrix:
+        steps.append((name, M))
+        return M
+
+    def attend(h: Matrix) -> Matrix:
+        return step("attention", trace_layer(h, w.attention, None, mask, scale).output)
+
+    def plus(A: Matrix, B: Matrix) -> Matrix:  # the residual sum
+        return step("+", finite([[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)], "the residual sums"))
+
+    def feed(h: Matrix) -> Matrix:
+        return step("feed-forward", ffn(h, w.W_1, w.b_1, w.W_2, w.b_2, activation))
+
+    if norm_first:  # x + MHA(LN_1(x)), then + FFN(LN_2(.))
+        h = plus(x, attend(step("LayerNorm 1", normed(x, w.gain_1, w.bias_1, eps))))
+        plus(h, feed(step("LayerNorm 2", normed(h, w.gain_2, w.bias_2, eps))))
+    else:  # LN_1(x + MHA(x)), then LN_2(. + FFN(.))
+        h = step("LayerNorm 1", normed(plus(x, attend(x)), w.gain_1, w.bias_1, eps))
+        step("LayerNorm 2", normed(plus(h, feed(h)), w.gain_2, w.bias_2, eps))
+    return steps
+
+
 def encoder_layer(x: Matrix, weights: BlockWeights, *, mask: Optional[Mask] = None, norm_first: bool = False,
                   activation: str = "relu", eps: float = LAYER_NORM_EPS) -> Matrix:  # (T, d_model) -> (T, d_model)
     """One transformer encoder layer, as PyTorch's ``nn.TransformerEncoderLayer`` (batch_first, dropout 0).
@@ -227,26 +271,6 @@ def encoder_layer(x: Matrix, weights: BlockWeights, *, mask: Optional[Mask] = No
     >>> [[round(v, 4) for v in row] for row in encoder_layer([[1.0, 0.0], [0.0, 1.0]], w)]
     [[1.0, -1.0], [-1.0, 1.0]]
     """
-    if not isinstance(weights, BlockWeights):
-        raise TypeError(f"encoder_layer: weights must be a BlockWeights, got {type(weights).__name__}")
-    parts = [(f"weights.{name}", getattr(weights, name), dims) for name, dims in FFN_SHAPES + NORM_SHAPES]
-    scale = check_layer("encoder_layer", x, weights.attention, None, mask, None, *parts, name="weights.attention")
-    check_type("encoder_layer", "norm_first", norm_first, bool, "True or False")
-    check_activation("encoder_layer", activation)
-    check_number("encoder_layer", "eps", eps, positive=True)
-    if len(x) * len(weights.W_1) * len(weights.W_1[0]) * 2 > MAX_WORK:
-        raise too_much_work("encoder_layer", len(x) * len(weights.W_1) * len(weights.W_1[0]) * 2)
-    w = weights
-
-    def attend(h: Matrix) -> Matrix:  # the core's layer, the same code as multi_head_attention
-        return trace_layer(h, w.attention, None, mask, scale).output
-
-    def plus(A: Matrix, B: Matrix) -> Matrix:  # the residual sum
-        return finite([[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)], "the residual sums")
-
+    scale = check_block("encoder_layer", x, weights, mask, norm_first, activation, eps)
     with overflow_named("encoder_layer"):
-        if norm_first:
-            x = plus(x, attend(normed(x, w.gain_1, w.bias_1, eps)))
-            return plus(x, ffn(normed(x, w.gain_2, w.bias_2, eps), w.W_1, w.b_1, w.W_2, w.b_2, activation))
-        x = normed(plus(x, attend(x)), w.gain_1, w.bias_1, eps)
-        return normed(plus(x, ffn(x, w.W_1, w.b_1, w.W_2, w.b_2, activation)), w.gain_2, w.bias_2, eps)
+        return block_steps(x, weights, mask, scale, norm_first, activation, eps)[-1][1]

@@ -33,9 +33,10 @@ from ..core.checks import check_type, ShapeError, all_finite, check_int, check_m
     is_number, shorten, too_large
 from ..core.matrix import Matrix, Vector
 from ..core.softmax_and_masks import Mask
+from .block import LAYER_NORM_EPS, BlockWeights, block_steps, check_block
 from .example import Example, running_example
 
-__all__ = ["pipeline", "attention_lines", "query_key_arrows", "line_chart"]
+__all__ = ["pipeline", "attention_lines", "query_key_arrows", "line_chart", "block_diagram"]
 
 MAX_TOKENS = 32  # tokens (queries or keys) in one picture
 MAX_HEADS = 16  # heads in one attention_lines picture
@@ -678,6 +679,64 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
 
 
 # === The command ===
+
+
+# === The block around attention ===
+
+
+def block_diagram(x: Matrix, weights: BlockWeights, *, mask: Optional[Mask] = None, norm_first: bool = False,
+                  activation: str = "relu") -> Picture:  # x (T, d_model)
+    """Where multi-head attention sits in a transformer encoder layer, drawn from ``encoder_layer``'s own steps.
+
+    One box per step, left to right, each with the shape of what it outputs and that output's size
+    (rms, the square root of the mean square of its entries); the residual paths jump over
+    attention and over the feed-forward layer to the "+" boxes. ``norm_first`` puts LayerNorm
+    before each sub-layer (pre-norm) instead of after each sum (post-norm).
+
+    >>> from mha_lists import init_mha_weights
+    >>> w = BlockWeights(init_mha_weights(2, 1, seed=0), [[1.0], [1.0]], [0.0], [[1.0, -1.0]], [0.0, 0.0],
+    ...                  [1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0])
+    >>> print(block_diagram([[1.0, 0.0], [0.0, 1.0]], w))
+    encoder layer (post-norm): x 2×2 (rms 0.71) -> attention 2×2 (rms 0.35) -> + 2×2 (rms 0.82) -> LayerNorm 1 2×2 (rms 1.00) -> feed-forward 2×2, hidden 2×1 (rms 0.00) -> + 2×2 (rms 1.00) -> LayerNorm 2 2×2 (rms 1.00)
+    """
+    scale = check_block("block_diagram", x, weights, mask, norm_first, activation, LAYER_NORM_EPS)
+    try:
+        steps = block_steps(x, weights, mask, scale, norm_first, activation, LAYER_NORM_EPS)
+        sizes = [math.sqrt(math.fsum(v * v for row in M for v in row) / (len(M) * len(M[0]))) for _, M in steps]
+    except OverflowError as error:
+        raise too_large("block_diagram", error) from None
+    d_ff = len(weights.W_1[0])
+    labels = [f"{len(M)}×{len(M[0])}" + (f", hidden {len(M)}×{d_ff}" if name == "feed-forward" else "")
+              for name, M in steps]
+    kind = "pre-norm" if norm_first else "post-norm"
+    text = f"encoder layer ({kind}): " + " -> ".join(
+        f"{name} {label} (rms {size:.2f})" for (name, _), label, size in zip(steps, labels, sizes))
+    box, gap, top = 118.0, 26.0, 70.0
+    width = len(steps) * (box + gap) + gap
+    body = [_text(width / 2, 22, f"One encoder layer ({kind}, {activation}): where multi-head attention sits",
+                  anchor="middle", size=14, weight="bold")]
+    x_of = [gap + k * (box + gap) for k in range(len(steps))]
+    sums = [k for k, (name, _) in enumerate(steps) if name == "+"]
+    for k, ((name, _), label, size) in enumerate(zip(steps, labels, sizes)):
+        colour = {"attention": "#dbe9f6", "feed-forward": "#fde7cf"}.get(name, "#f2f2f2")
+        weight = "bold" if name == "attention" else "normal"
+        body.append(f'<rect x="{_n(x_of[k])}" y="{_n(top)}" width="{_n(box)}" height="64" rx="6" fill="{colour}" '
+                    f'stroke="#555555"><title>{_esc(name)}: {_esc(label)}, rms {size:.4f}</title></rect>')
+        body.append(_text(x_of[k] + box / 2, top + 20, name, anchor="middle", weight=weight))
+        body.append(_text(x_of[k] + box / 2, top + 38, label, anchor="middle", size=11))
+        body.append(_text(x_of[k] + box / 2, top + 54, f"rms {size:.2f}", anchor="middle", size=11, fill="#444444"))
+        if k:
+            body += _arrow(x_of[k - 1] + box, top + 32, x_of[k], top + 32)
+    for n, k in enumerate(sums):  # each sum adds the stream from before its sub-layer
+        start = 0 if n == 0 else sums[0] + (0 if norm_first else 1)
+        lift = top - 18 - 12 * n
+        body.append(f'<polyline points="{_n(x_of[start] + box / 2)},{_n(top)} {_n(x_of[start] + box / 2)},{_n(lift)} '
+                    f'{_n(x_of[k] + box / 2)},{_n(lift)}" fill="none" stroke="#888888" stroke-width="1.5"/>')
+        body += _arrow(x_of[k] + box / 2, lift, x_of[k] + box / 2, top, colour="#888888")
+        body.append(_text((x_of[start] + x_of[k] + box) / 2, lift - 4, "residual", anchor="middle", size=10,
+                          fill="#666666"))
+    desc = text
+    return Picture(_svg(width, top + 80, f"encoder layer, {kind}", desc, body), text)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
