@@ -237,3 +237,20 @@ def test_the_public_api_is_small_and_every_name_is_documented_in_contributing():
         if info.name.startswith(("mha_lists.core.", "mha_lists.teaching.")):
             for name in getattr(module, "__all__", []):
                 assert f"`{name}" in table, f"{info.name}.{name} is not in CONTRIBUTING.md's API table"
+
+
+def test_no_word_is_written_like_a_tag_outside_code():
+    # Jupyter, JupyterLite and GitHub drop what looks like an HTML tag (<BOS>, <EOS>) from rendered markdown:
+    # such words go in a code span. Autolinks (<https://...>) are markdown and stay.
+    def prose(md):
+        for pattern in (r"```.*?```", r"`[^`]*`", r"\$\$.*?\$\$", r"\$[^$]*\$"):
+            md = re.sub(pattern, "", md, flags=re.S)
+        return md
+    tag = re.compile(r"<\s*/?\s*[A-Za-z][A-Za-z0-9_-]*(?![^<>]*://)[^<>]*>")
+    texts = {p.name: p.read_text(encoding="utf-8") for p in [ROOT / "README.md", ROOT / "CONTRIBUTING.md",
+                                                               *ROOT.glob("docs/*.md")]}
+    for path in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("notebooks/exercises/*.ipynb")]:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        texts[path.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    found = {name: tag.findall(prose(text)) for name, text in texts.items()}
+    assert not any(found.values()), {name: tags for name, tags in found.items() if tags}
