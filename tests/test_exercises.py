@@ -8,6 +8,7 @@ notebook in a fresh Python without a Jupyter kernel, about half a second each.
 
 import argparse
 import copy
+import csv
 import json
 import math
 import os
@@ -91,7 +92,9 @@ MESSAGES = {
     "timeout": "score: timeout must be more than 0 and at most 3600 seconds, got {value}",
     "no graded cells": "score: the teacher's notebook has no graded cells",
     # the command (after "python -m mha_lists.tools.exercises: error: ")
-    "no teacher": "{path}: no teacher's notebook named {name} in {source}",
+    "no exercise": "exercise_of: no cell of any exercise in it (no nbgrader cell id of the teacher's notebooks): "
+                   "is it an exercise notebook?",
+    "two exercises": "exercise_of: it holds as many cells of {a} and of {b}; hand in one exercise per file",
     "--source": "--source {path} is not a folder",
     "seconds": "{value} is not a number of seconds",
     "seconds range": "{value} must be more than 0 and at most 3600",
@@ -205,8 +208,10 @@ BAD_CALLS = {
                      dict(path="/proc/nope", why="No such file or directory")),  # the command's own: run below
     "timeout": (ValueError, lambda: score(TEACHER, TEACHER, timeout=True), dict(value=True)),
     "no graded cells": (NotebookError, lambda: score(TEACHER, {**TEACHER, "cells": []}), {}),
-    "no teacher": (NotebookError, raising(NotebookError("x.ipynb: no teacher's notebook named x.ipynb in t")),
-                   dict(path="x.ipynb", name="x.ipynb", source="t")),  # the command's own: run below
+    "no exercise": (NotebookError, lambda: exercises_module.exercise_of({**TEACHER, "cells": []}, {"t.ipynb": TEACHER}),
+                    {}),
+    "two exercises": (NotebookError, lambda: exercises_module.exercise_of(TEACHER, {"a.ipynb": TEACHER, "b.ipynb": TEACHER}),
+                      dict(a="a.ipynb", b="b.ipynb")),
     "--source": (NotebookError, raising(NotebookError("--source no/such is not a folder")),
                  dict(path="no/such")),  # the command's own: run below
     "seconds": (argparse.ArgumentTypeError, lambda: exercises_module._seconds("soon"), dict(value="'soon'")),
@@ -983,7 +988,7 @@ MALFORMED = {  # file name -> (what it holds, the message's key, its fields beyo
                                "no cell metadata", {"n": 0}),
     "deep.ipynb": ('{"nbformat": 4, "cells": [], "metadata": ' + '{"a": ' * 500 + "1" + "}" * 500 + "}",
                    "too deep", {}),
-    "unknown.ipynb": (None, "no teacher", {"name": "unknown.ipynb", "source": ROOT / "notebooks" / "exercises"}),
+    "unknown.ipynb": (None, "no exercise", {}),
     "folder.ipynb": ("folder", "folder", {}),
     "fifo.ipynb": ("fifo", "not regular", {}),
     "missing.ipynb": ("missing", "missing", {}),
@@ -998,14 +1003,16 @@ def test_score_says_in_one_line_why_a_file_cannot_be_graded_and_exits_2(name, tm
         path.mkdir()
     elif text == "fifo":
         os.mkfifo(path)
-    elif text is None:
-        path.write_text(json.dumps(TEACHER_04), encoding="utf-8")
+    elif text is None:  # a notebook, but none of the exercises' cells
+        path.write_text(json.dumps({**TEACHER_04, "cells": TEACHER_04["cells"][:1]}), encoding="utf-8")
     elif text != "missing":
         path.write_text(text, encoding="utf-8")
     result = run("score", str(path), timeout=60)
     assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
     expected = message(key, **{"func": "read_notebook", "name": path, "path": path, **fields})
-    expected = expected.removeprefix("read_notebook: ")
+    expected = expected.removeprefix("read_notebook: ").removeprefix("exercise_of: ")
+    if not expected.startswith(str(path)):
+        expected = f"{path}: {expected}"
     assert result.stderr == f"python -m mha_lists.tools.exercises: error: {expected}\n"
 
 
@@ -1018,7 +1025,7 @@ def test_a_teachers_notebook_that_is_a_fifo_or_a_folder_is_refused(tmp_path):
         (tmp_path / name).write_text(json.dumps(student_copy(TEACHER_04)), encoding="utf-8")
         result = run("score", str(tmp_path / name), "--source", str(teachers), timeout=60)
         assert result.returncode == 2 and result.stdout == ""
-        assert result.stderr.endswith(message(key, path=teachers / name).removeprefix("read_notebook: ") + "\n")
+        assert message(key, path=teachers / name).removeprefix("read_notebook: ") in result.stderr
 
 
 def test_student_copies_refuse_a_fifo_to_read_or_to_write_over(tmp_path):
@@ -1163,3 +1170,63 @@ def test_check_close_allows_the_tolerance_and_no_more(capsys):
     assert last == "list of matrices: correct (2 matrices, every entry within 1e-09)"
 
 
+
+
+# === Hand-ins under any name, a class's folder, a CSV ===
+
+
+def test_a_submission_is_matched_to_its_exercise_by_its_cells_not_its_name(tmp_path):
+    hand_in = tmp_path / "hand-in"
+    hand_in.mkdir()
+    # what a browser's File > Download saves, twice; a file renamed by hand; one of another exercise
+    (hand_in / "exercises_04_softmax_and_masks.ipynb").write_text(json.dumps(submitted(TEACHER_04)), encoding="utf-8")
+    (hand_in / "exercises_04_softmax_and_masks (1).ipynb").write_text(json.dumps(student_copy(TEACHER_04)),
+                                                                      encoding="utf-8")
+    (hand_in / "05_weighted_sum.ipynb").write_text(json.dumps(submitted(TEACHER_04)), encoding="utf-8")  # it is 04
+    (hand_in / "notes.ipynb").write_text(json.dumps({**TEACHER_04, "cells": TEACHER_04["cells"][:1]}), encoding="utf-8")
+    table = tmp_path / "class.csv"
+    result = run("score", str(hand_in), "--csv", str(table))
+    assert result.returncode == 2  # notes.ipynb holds no exercise
+    lines = result.stdout.splitlines()
+    assert f"{hand_in / '05_weighted_sum.ipynb'} (exercise 04_softmax_and_masks.ipynb): 4/4 points" in lines
+    assert f"{hand_in / 'exercises_04_softmax_and_masks.ipynb'} (exercise 04_softmax_and_masks.ipynb): 4/4 points" in lines
+    assert f"{hand_in / 'exercises_04_softmax_and_masks (1).ipynb'} (exercise 04_softmax_and_masks.ipynb): 0/4 points" \
+        in lines
+    assert "total: 8/12 points (1 file not graded)" in lines
+    assert result.stderr == (f"python -m mha_lists.tools.exercises: error: {hand_in / 'notes.ipynb'}: "
+                             + message("no exercise").removeprefix("exercise_of: ") + "\n")
+    with open(table, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["file", "exercise", "task", "points", "possible", "reason"]
+    checks = [n for n, g in exercises_module._graded(TEACHER_04)]
+    assert len(rows) == 1 + 3 * len(checks) + 1  # a row per task of each graded file, one for the file not graded
+    by_file = {}
+    for file, exercise, task, points, possible, reason in rows[1:]:
+        by_file.setdefault(pathlib.Path(file).name, []).append((exercise, task, points, possible, reason))
+    assert all(points == possible and not reason for _, _, points, possible, reason in by_file["05_weighted_sum.ipynb"])
+    assert all(points == "0" and reason.startswith("not answered")
+               for _, _, points, _, reason in by_file["exercises_04_softmax_and_masks (1).ipynb"])
+    assert by_file["notes.ipynb"] == [("", "", "0", "", "not graded: " + lines_of(result.stderr)[0].split("error: ", 1)[1])]
+
+
+def lines_of(text):
+    return text.splitlines()
+
+
+def test_a_notebook_with_two_exercises_in_it_is_not_guessed(tmp_path):
+    both = {**TEACHER_04, "cells": TEACHER_04["cells"] + load(named("03"))["cells"]}
+    teachers = {"04.ipynb": TEACHER_04, "03.ipynb": load(named("03"))}
+    counts = {name: len(set(exercises_module._positions(both)) & set(exercises_module._positions(nb)))
+              for name, nb in teachers.items()}
+    if counts["04.ipynb"] == counts["03.ipynb"]:
+        with pytest.raises(NotebookError, match="^exercise_of: it holds as many cells of"):
+            exercises_module.exercise_of(both, teachers)
+    else:  # the one with more of its cells in it
+        assert exercises_module.exercise_of(both, teachers) == max(counts, key=counts.get)
+
+
+def test_csv_must_go_into_a_folder_that_exists(tmp_path):
+    (tmp_path / "a.ipynb").write_text(json.dumps(submitted(TEACHER_04)), encoding="utf-8")
+    for target, why in ((tmp_path, "is a folder"), (tmp_path / "no" / "such.csv", "its folder does not exist")):
+        result = run("score", str(tmp_path / "a.ipynb"), "--csv", str(target))
+        assert result.returncode == 2 and result.stdout == "" and why in result.stderr

@@ -17,9 +17,11 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
 
 ``score`` grades a submission the way nbgrader's ``autograde`` does, with nothing but Python:
 
-1. it finds the teacher's notebook of the same name (``--source``, default
-   ``notebooks/exercises``) and compares every check cell, by ``grade_id``, with the one handed
-   out. A check cell that is missing (deleted, or its ``grade_id`` edited), duplicated, turned
+1. it finds the teacher's notebook (in ``--source``, default ``notebooks/exercises``) by what the
+   submission holds, not by its file name: the one whose nbgrader cell ids (``grade_id``) it shares
+   the most of (``exercise_of``), so a browser's download name (``exercises_04_softmax_and_masks
+   (1).ipynb``) or a renamed file is graded as what it is. Then it compares every check cell, by
+   ``grade_id``, with the one handed out. A check cell that is missing (deleted, or its ``grade_id`` edited), duplicated, turned
    into another cell type, moved away from its exercise, or whose source differs by one
    character, is worth 0 points, with that reason (nbgrader's checksums notice the same edits, and
    nbgrader puts the handed-out cell back and grades that: the edit gains nothing either way);
@@ -49,7 +51,7 @@ notebook that changes the package's files (what the next checker would import) g
 and no notebook after it is graded; nor any after one that changes the teacher's notebooks.
 
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
-found, a folder, a FIFO or a device, not JSON, not a notebook, no teacher's notebook of that name). Each such file
+found, a folder, a FIFO or a device, not JSON, not a notebook, no exercise's cells in it). Each such file
 gets one line on stderr (``...: error: PATH is not JSON (...)``); the other files are still graded.
 
 =====================================  =======================================================
@@ -62,6 +64,7 @@ read_notebook(path)                    a notebook file as JSON, its structure ch
 student_copy(nb)                       a notebook (as JSON) with solutions and hidden tests
                                        removed
 write_student_copies(source, out)      every exercise notebook of ``source`` into ``out``
+exercise_of(nb, teachers)              which teacher's notebook nb is a copy of, by its cells
 tampering(nb, teacher)                 {grade_id: reason} for every check cell that is not as
                                        handed out (no code is run)
 score(nb, teacher, timeout)            Score(earned, possible, failed): runs the notebook;
@@ -81,6 +84,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import csv
 import hashlib
 import hmac
 import json
@@ -964,6 +968,30 @@ class Score(NamedTuple):
     failed: dict[str, str]  # grade_id of every check cell worth 0 -> the reason
 
 
+def exercise_of(nb: dict, teachers: dict[str, dict]) -> str:
+    """Which teacher's notebook ``nb`` is a copy of, by what is in it, not by its file name: the one whose
+    nbgrader cell ids (``grade_id``) it shares the most of. ``teachers`` maps a name to a notebook.
+
+    >>> def nb(*ids):
+    ...     cells = [{"cell_type": "code", "source": "", "metadata": {"nbgrader": {"grade_id": i}}} for i in ids]
+    ...     return {"nbformat": 4, "metadata": {}, "cells": cells}
+    >>> exercise_of(nb("05_a"), {"04.ipynb": nb("04_a", "04_b"), "05.ipynb": nb("05_a", "05_b")})
+    '05.ipynb'
+    """
+    check_notebook("exercise_of", "nb", nb)
+    ids = set(_positions(nb))
+    shared = {name: len(ids & set(_positions(teacher))) for name, teacher in teachers.items()}
+    best = max(shared.values(), default=0)
+    if best == 0:
+        raise NotebookError("exercise_of: no cell of any exercise in it (no nbgrader cell id of the teacher's "
+                            "notebooks): is it an exercise notebook?")
+    found = sorted(name for name, n in shared.items() if n == best)
+    if len(found) > 1:
+        raise NotebookError(f"exercise_of: it holds as many cells of {' and of '.join(map(_shown, found))}; "
+                            "hand in one exercise per file")
+    return found[0]
+
+
 def check_timeout(func: str, name: str, timeout: object) -> float:
     """Seconds: a number more than 0 and at most MAX_TIMEOUT."""
     if not _is_number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
@@ -1038,9 +1066,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="folder of the teacher's notebooks (default: notebooks/exercises)")
     points = sub.add_parser("score", help="grade submitted notebooks (they are run again, hidden tests included)",
                             epilog="Exit code 0: every file graded; 2: some file could not be graded (one line each).")
-    points.add_argument("notebooks", type=pathlib.Path, nargs="+", help="submitted .ipynb files")
+    points.add_argument("notebooks", type=pathlib.Path, nargs="+",
+                        help="submitted .ipynb files, or folders of them (a class's hand-ins), under any file names")
     points.add_argument("--source", type=pathlib.Path, default=EXERCISES,
-                        help="folder of the teacher's notebooks, matched by file name (default: notebooks/exercises)")
+                        help="folder of the teacher's notebooks; each submission is matched to one by its cells "
+                             "(default: notebooks/exercises)")
+    points.add_argument("--csv", type=pathlib.Path, default=None,
+                        help="also write one row per task: file, exercise, task, points, possible, reason")
     points.add_argument("--timeout", type=_seconds, default=60.0,
                         help="seconds one notebook may run (default 60, at most 3600)")
     return parser
@@ -1065,23 +1097,38 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     if not os.path.isdir(args.source):  # os.path's: False for a name too long, where pathlib's raises
         parser.error(f"--source {_shown(args.source)} is not a folder")
+    if args.csv is not None and (args.csv.is_dir() or not args.csv.parent.is_dir()):
+        parser.error(f"--csv {_shown(args.csv)}: " + ("is a folder" if args.csv.is_dir() else "its folder does not exist"))
     total_earned = total_possible = 0
     unread = 0
-    read: list = []  # every file is read before any notebook runs: none can change the next one or a teacher's
+    teacher_notebooks = {}  # every exercise a submission may be a copy of, by file name
+    for path in sorted(args.source.glob("*.ipynb")):
+        try:
+            teacher_notebooks[path.name] = read_notebook(path)
+        except (OSError, ValueError) as e:  # that exercise cannot be graded; the others can
+            unread += 1
+            why = str(e).splitlines()[0].removeprefix("read_notebook: ") if str(e) else type(e).__name__
+            print(f"{parser.prog}: error: --source: {why}", file=sys.stderr)
+    if not teacher_notebooks:
+        parser.error(f"--source {_shown(args.source)} holds no readable .ipynb notebook")
+    submissions = []  # a folder stands for the notebooks in it, in name order
     for path in args.notebooks:
+        inside = sorted(path.glob("*.ipynb")) if os.path.isdir(path) else [path]
+        submissions += inside or [path]  # an empty folder is reported as the folder
+    read: list = []  # every file is read before any notebook runs: none can change the next one or a teacher's
+    for path in submissions:
         try:
             nb = read_notebook(path)
-            teacher_path = args.source / path.name
-            if not teacher_path.exists():  # read_notebook refuses a folder or a FIFO of that name
-                raise NotebookError(f"{_shown(path)}: no teacher's notebook named {_shown(path.name)} "
-                                    f"in {_shown(args.source)}")
-            read.append((path, (nb, read_notebook(teacher_path))))
+            exercise = exercise_of(nb, teacher_notebooks)
+            read.append((path, exercise, (nb, teacher_notebooks[exercise])))
         except (OSError, ValueError) as e:
-            read.append((path, e))
+            read.append((path, "", e))
     files = _package_files()
-    teachers = sorted({args.source / path.name for path, notebooks in read if not isinstance(notebooks, Exception)})
+    teachers = sorted({args.source / exercise for _, exercise, notebooks in read
+                       if not isinstance(notebooks, Exception)})
     digests = [_digest(path) for path in teachers]
-    for path, notebooks in read:
+    rows = []  # for --csv: file, exercise, task, points, possible, reason
+    for path, exercise, notebooks in read:
         if _changed_files(files):
             parser.error(f"{_shown(path)}: not graded, nor what follows: an earlier notebook changed the "
                          "package's files")
@@ -1097,15 +1144,34 @@ def main(argv: Optional[list[str]] = None) -> int:
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
             if isinstance(e, OSError):  # its text repeats the path, which may be long
                 message = f"cannot read {_shown(e.filename or path)}: {_why(e)}"
-            print(f"{parser.prog}: error: {message.removeprefix('read_notebook: ')}", file=sys.stderr)
+            message = message.removeprefix("read_notebook: ").removeprefix("exercise_of: ")
+            if not message.startswith(str(path)):
+                message = f"{_shown(path)}: {message}"
+            print(f"{parser.prog}: error: {message}", file=sys.stderr)
+            rows.append([str(path), exercise, "", 0, "", f"not graded: {message}"])
             continue
         total_earned, total_possible = total_earned + result.earned, total_possible + result.possible
-        print(f"{path}: {_points(result.earned)}/{_points(result.possible)} points")
+        named = "" if path.name == exercise else f" (exercise {exercise})"
+        print(f"{path}{named}: {_points(result.earned)}/{_points(result.possible)} points")
         for grade_id, why in result.failed.items():
             print(f"  {grade_id}: 0 points, {why}")
-    if len(args.notebooks) > 1:
+        for n, grade_id in _graded(notebooks[1]):
+            possible = _nbgrader(notebooks[1]["cells"][n]).get("points", 0)
+            earned = 0 if grade_id in result.failed else possible
+            rows.append([str(path), exercise, grade_id, _points(earned), _points(possible),
+                         result.failed.get(grade_id, "")])
+    if len(submissions) > 1:
         print(f"total: {_points(total_earned)}/{_points(total_possible)} points"
               + (f" ({unread} file{'s' * (unread > 1)} not graded)" if unread else ""))
+    if args.csv is not None:
+        try:
+            with open(args.csv, "w", newline="", encoding="utf-8") as out:
+                writer = csv.writer(out)
+                writer.writerow(["file", "exercise", "task", "points", "possible", "reason"])
+                writer.writerows(rows)
+        except OSError as e:
+            parser.error(f"cannot write {_shown(args.csv)}: {_why(e)}")
+        print(f"wrote {args.csv}: {len(rows)} rows")
     return 2 if unread else 0
 
 
