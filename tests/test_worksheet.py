@@ -698,3 +698,16 @@ def test_each_sheet_and_each_key_is_one_printed_page(tmp_path, paper):
     assert pdf_pages(tmp_path, "sheets", to_html(sheets, key=True, paper=paper)) == 2 * len(sheets)
     exams = [exam(n, term="OAK-417") for n in range(1, 6)]
     assert pdf_pages(tmp_path, "exams", exam_html(exams, key=True, paper=paper)) == 2 * len(exams)
+
+
+def test_the_documentations_example_term_is_warned_about_loudly():
+    # A teacher who pastes a documented command as it is would hand every student the keys.
+    import subprocess
+    import sys as _sys
+    for argv, warned in ((["--student", "7", "--term", "OAK-417", "--key"], True),
+                         (["--student", "7", "--term", "my-own-word", "--key"], False)):
+        result = subprocess.run([_sys.executable, "-m", "mha_lists.tools.worksheet", *argv], capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 0 and result.stdout  # the documented commands still run as written
+        assert ("warning: --term OAK-417 is the example term printed in this project's documentation" in result.stderr) \
+            == warned, result.stderr

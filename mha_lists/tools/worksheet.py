@@ -85,6 +85,7 @@ MAX_SPREAD = 8  # largest difference between two raw scores of one row
 MAX_TABLE = 8  # most lines in the e^x table
 MAX_STUDENT = 10**9
 MAX_TERM = 200  # characters of a term secret
+EXAMPLE_TERM = "OAK-417"  # the term the documentation prints: a key drawn with it is anyone's
 MAX_SHEETS = 1000  # students in one command
 MAX_DRAWS = 10_000  # redraws before giving up (the tests show a few suffice)
 # The pace of the by-hand work. Issue 16's trial measured 108-162 answer cells in 35-45 minutes,
@@ -1260,6 +1261,10 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
     args.tokens = 3 if args.tokens is None else args.tokens
     args.steps = STEP_NAMES if args.steps is None else args.steps
     args.paper = args.paper or "a4"
+    if args.term == EXAMPLE_TERM:  # loud, but the documented commands still run as written
+        print(f"{parser.prog}: warning: --term {EXAMPLE_TERM} is the example term printed in this project's "
+              "documentation, so anyone can print these sheets and their keys; for a class, choose a term of your "
+              "own and keep it secret", file=sys.stderr)
 
 
 def check_arguments(func: str, name: str, args: object) -> None:
