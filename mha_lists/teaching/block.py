@@ -196,7 +196,8 @@ def feed_forward(x: Matrix, W_1: Matrix, b_1: Vector, W_2: Matrix, b_2: Vector, 
                  activation: str = "relu") -> Matrix:  # (T, d_model) -> (T, d_model)
     """The position-wise feed-forward layer: activation(x W_1 + b_1) W_2 + b_2, each row on its own.
 
-    W_1 (d_model, d_ff) widens each token's row (PyTorch's default d_ff is 2048 for d_model 512),
+    W_1 (d_model, d_ff) widens each token's row (the original Transformer's d_ff is 2048 for d_model 512,
+    also nn.TransformerEncoderLayer's default dim_feedforward),
     the activation bends it, W_2 (d_ff, d_model) brings it back to d_model.
 
     >>> feed_forward([[1.0, -2.0]], [[1.0, 0.0], [0.0, 1.0]], [0.0, 0.0], [[2.0, 0.0], [0.0, 2.0]], [0.5, 0.5])
