@@ -3,7 +3,7 @@
 ``grad_output`` G is the gradient of a loss with respect to the layer's output
 (T, d_model); the functions here return the gradient of ``sum(output * G)``
 with respect to every input and weight, by the chain rule read backwards
-through the forward pass (query head h reads key/value head g = kv_head_for(h)):
+through the forward pass (query head h reads key/value head g = h // (num_heads // num_kv_heads)):
 
     dW_O = concat^T G                 db_O = column sums of G
     d_concat = G W_O^T                d_head_h = head h's columns of d_concat
@@ -21,8 +21,8 @@ gradients of every query head that reads it: the "+=" above. Masked keys have
 weight 0, so their dS entries are exactly 0 and they pass no gradient back.
 
 =====================================  ============================================
-softmax_backward(p, dp)                ds for one softmax row
-softmax_jacobian(p)                    the matrix diag(p) - p p^T itself
+softmax_rows_backward(A, dA)           ds for every row p of A, dp of dA (unchecked; one row,
+                                       checked, and its Jacobian: teaching/softmax_row.py)
 column_sums(M), summed(Ms)             bias gradients; gradients that meet
 attention_backward(Q, K, V, G)         one head: (dQ, dK, dV)
 attention_backward_trace(x, w, G)      every backward intermediate, per head
