@@ -44,10 +44,12 @@ MESSAGES = {
     "causal": "parse_query: causal: {value} is not 1 (on) or 0 (off)",
     "d_model": "parse_query: d_model is {value}; this page draws at most 64",
     "tokens": "parse_query: the sentence has {n} tokens; this page draws at most 16",
-    "characters": "parse_query: the sentence has {n} characters; this page takes at most 200",
+    "characters": "parse_query: the sentence has {n} characters; this page takes at most 384",
+    "heads divide": "parse_query: {h} heads cannot share d_model = {d} columns equally; choose heads among {fits}, or "
+                    "another d_model",
     "settings": "{func}: {name} must be a Settings (from parse_query), got {type}",
     "settings sentence": "{func}: {name}.sentence has {chars} characters and {tokens} tokens; this page takes at "
-                         "most 200 and 16",
+                         "most 384 and 16",
     "settings digits": "{func}: {name}.{option} is {value}; this page takes at most 18 digits",
     "settings d_model": "{func}: {name}.d_model is {value}; this page draws at most 64",
     "settings fixed digits": "{func}: {name}.digits is {value}; the page always shows 4",
@@ -72,7 +74,8 @@ BAD_CALLS = {
     "causal": (ValueError, lambda: parse_query("?causal=maybe"), dict(value="'maybe'")),
     "d_model": (ValueError, lambda: parse_query("?d_model=4096"), dict(value=4096)),
     "tokens": (ValueError, lambda: parse_query("?sentence=" + "+I" * 17), dict(n=17)),
-    "characters": (ValueError, lambda: parse_query("?sentence=" + "I" * 201), dict(n=201)),
+    "characters": (ValueError, lambda: parse_query("?sentence=" + "I" * 385), dict(n=385)),
+    "heads divide": (ValueError, lambda: parse_query("?heads=3"), dict(h=3, d=16, fits="1, 2, 4, 8, 16")),
     "settings": (TypeError, lambda: walkthrough_html({"seed": 1}), dict(func="walkthrough_html", name="settings",
                                                                         type="dict")),
     "settings sentence": (ValueError, lambda: cli_command(Settings(sentence="I " * 17)),
@@ -196,7 +199,8 @@ def test_bad_query_strings_are_refused_with_a_message(query, expected):
     with pytest.raises(ValueError) as refused_:
         parse_query(query)
     assert str(refused_.value) == expected
-    assert json.loads(page_update(query)) == {"ok": False, "error": expected}
+    # the page shows the message without the function's name: the page, not the learner, called it
+    assert json.loads(page_update(query)) == {"ok": False, "error": expected.removeprefix("parse_query: ")}
     assert len(expected) < 120  # one line, whatever was typed
 
 
@@ -212,7 +216,7 @@ def test_the_largest_seed_the_page_takes_works():
 
 
 @pytest.mark.parametrize("query, options", [
-    ("?heads=3", {"num_heads": 3}),
+    ("?heads=0", {"num_heads": 0}),
     ("?sentence=I+like+cats", {"sentence": "I like cats"}),
     ("?sentence=+", {"sentence": " "}),
     ("?d_model=0", {"d_model": 0}),
@@ -312,7 +316,7 @@ def test_the_page_files_are_package_data():
 ])
 def test_bad_arguments_of_the_functions(call, error, start):
     if error is None:
-        assert json.loads(call()) == {"ok": False, "error": message("query", type="NoneType")}
+        assert json.loads(call()) == {"ok": False, "error": message("query", type="NoneType").removeprefix("parse_query: ")}
     elif start is None:
         with pytest.raises(error):
             call()
@@ -369,3 +373,13 @@ def test_the_command_says_what_is_wrong_in_one_line_and_exits_2(args, expected, 
     assert result.stderr.startswith("python -m mha_lists.tools.site: error: ")
     assert fill(expected) in result.stderr and "Traceback" not in result.stderr and len(result.stderr) < 400
     assert a_file.read_text(encoding="utf-8") == "not a folder\n"
+
+
+def test_a_16_word_sentence_of_the_longest_words_fits_and_heads_that_do_not_divide_say_which_do():
+    from mha_lists.teaching.example import VOCAB
+    from mha_lists.tools.site import MAX_TOKENS
+    longest = max(VOCAB, key=len)
+    sentence = " ".join([longest] * MAX_TOKENS)
+    assert parse_query("?sentence=" + sentence.replace(" ", "+")).sentence == sentence
+    error = json.loads(page_update("?heads=5&d_model=12"))["error"]
+    assert error == "5 heads cannot share d_model = 12 columns equally; choose heads among 1, 2, 3, 4, 6, 12, or another d_model"

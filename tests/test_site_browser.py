@@ -162,6 +162,13 @@ def test_the_page_computes_a_shared_link_in_the_browser_with_the_cli_numbers(sit
     page.screenshot(path=str(SCREENSHOTS / "page-print.png"), full_page=True)
     page.close()
     assert_stayed_local(browser_context)
+    assert not [url for url in browser_context.requests if url.endswith("favicon.ico")]  # the page names its icon
+
+
+def test_one_head_is_one_head(site_url, browser_context):
+    page = open_page(browser_context, site_url + "?heads=1")
+    assert page.inner_text("#status").startswith("Computed in your browser: 1 head, d_model 16")
+    page.close()
 
 
 def test_a_changed_control_recomputes_and_updates_the_link(site_url, browser_context):
@@ -185,7 +192,7 @@ def test_a_changed_control_recomputes_and_updates_the_link(site_url, browser_con
 def test_bad_settings_show_the_library_message(site_url, browser_context):
     page = open_page(browser_context, site_url + "?heads=3", state="error")
     expected = json.loads(page_update("?heads=3"))["error"]
-    assert "d_model 16 is not divisible by num_heads 3" in expected
+    assert expected.startswith("3 heads cannot share d_model = 16 columns equally; choose heads among 1, 2, 4, 8")
     assert page.inner_text("#error") == expected
     assert page.is_hidden("#walkthrough") and page.is_hidden("#command-line")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -291,18 +298,18 @@ def test_an_invalid_field_is_quoted_as_typed_and_a_huge_seed_gets_its_limit(site
     page = open_page(browser_context, site_url, viewport=viewport)
     set_field(page, "seed", "abc")
     page.wait_for_function("document.body.dataset.state === 'error'")
-    assert page.inner_text("#error") == "parse_query: seed: 'abc' is not a whole number"
+    assert page.inner_text("#error") == "seed: 'abc' is not a whole number"
     assert page.input_value("#seed") == "abc"  # the field keeps what was typed
     set_field(page, "seed", "9" * 5000)
     page.wait_for_function("document.querySelector('#error').textContent.includes('digits')")
-    assert page.inner_text("#error") == f"parse_query: seed has 5,000 digits; this page takes at most {MAX_DIGITS}"
+    assert page.inner_text("#error") == f"seed has 5,000 digits; this page takes at most {MAX_DIGITS}"
     assert page_width(page) <= viewport["width"]  # the layout holds
     name = "page-huge-seed-390.png" if viewport is PHONE else "page-huge-seed.png"
     page.screenshot(path=str(SCREENSHOTS / name))
     set_field(page, "d_model", "4096")
     set_field(page, "seed", "7")
     page.wait_for_function("document.querySelector('#error').textContent.includes('4096')")
-    assert page.inner_text("#error") == "parse_query: d_model is 4096; this page draws at most 64"
+    assert page.inner_text("#error") == "d_model is 4096; this page draws at most 64"
     assert page.is_hidden("#command-line")  # no command that would print for minutes
     page.close()
     assert_stayed_local(browser_context)

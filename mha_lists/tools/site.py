@@ -43,7 +43,7 @@ PYODIDE_URL = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
 MAX_D_MODEL = 64  # the page draws every matrix; wider ones belong in the CLI
 MAX_TOKENS = 16
 MAX_DIGITS = 18  # seed, heads, d_model: a seed of 18 digits is plenty; a longer one is a mistake
-MAX_SENTENCE_CHARS = 200  # 16 of the vocabulary's longest words fit
+MAX_SENTENCE_CHARS = 2 * MAX_TOKENS * max(map(len, VOCAB))  # 16 of the longest words fit, with spaces to spare
 MAX_QUOTED = 40  # an error quotes at most this much of what was typed
 SITE_FILES = pathlib.Path(__file__).resolve().parent / "site_files"
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent  # mha_lists/
@@ -117,6 +117,10 @@ def parse_query(query: str) -> Settings:
     if len(settings.sentence.split()) > MAX_TOKENS:
         raise ValueError(f"parse_query: the sentence has {len(settings.sentence.split())} tokens; this page "
                          f"draws at most {MAX_TOKENS}")
+    if settings.heads >= 1 and settings.d_model >= 1 and settings.d_model % settings.heads:
+        fits = [h for h in range(1, settings.d_model + 1) if settings.d_model % h == 0]
+        raise ValueError(f"parse_query: {settings.heads} heads cannot share d_model = {settings.d_model} columns "
+                         f"equally; choose heads among {', '.join(map(str, fits))}, or another d_model")
     return settings
 
 
@@ -315,7 +319,7 @@ def page_update(query: str) -> str:
         settings = parse_query(query)
         fragment = walkthrough_html(settings)
     except (ValueError, TypeError) as error:  # ShapeError is a ValueError
-        return json.dumps({"ok": False, "error": str(error)})
+        return json.dumps({"ok": False, "error": str(error).removeprefix("parse_query: ")})  # the page is the one asking
     return json.dumps({"ok": True, "html": fragment, "settings": settings._asdict(),
                        "query": query_string(settings), "command": cli_command(settings)})
 

@@ -65,7 +65,7 @@ function show(query) {
   command.textContent = result.command;
   fillForm(result.settings);
   const s = result.settings;
-  setState("computed", `Computed in your browser: ${s.heads} heads, d_model ${s.d_model}, seed ${s.seed}` +
+  setState("computed", `Computed in your browser: ${s.heads} head${s.heads === 1 ? "" : "s"}, d_model ${s.d_model}, seed ${s.seed}` +
     `${s.causal ? ", causal mask" : ""}, by mha_lists on ${pythonVersion}.`);
 }
 
