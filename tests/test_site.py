@@ -164,9 +164,10 @@ def test_the_heatmap_is_explained_in_visible_text_not_a_hover_title():
     page = walkthrough_html(settings)
     assert "title=" not in page
     caption, cols, rows = next(t for t in cli_tables(cli("--seed", "7")) if t[0].startswith("weights"))
-    (row, cells) = rows[0]  # the CLI's first row of the first head's weights, as printed
-    expected = (f"How to read it: row {html.escape(row)}, column {cols[1]} is {cells[1]}, "
-                f"so token {html.escape(row)} takes that share of token {cols[1]}'s value.")
+    (row, cells) = rows[-1]  # the CLI's last row of the first head's weights, as printed: no key masked there
+    j = max((k for k in range(len(cells)) if k != len(rows) - 1), key=lambda k: float(cells[k]))  # its strongest other
+    expected = (f"How to read it: row {html.escape(row)}, column {html.escape(cols[j])} is {cells[j]}, "
+                f"so token {html.escape(row)} takes that share of token {html.escape(cols[j])}'s value.")
     assert expected in page
     assert page.count('<p class="how">') == settings.heads
 
@@ -383,3 +384,12 @@ def test_a_16_word_sentence_of_the_longest_words_fits_and_heads_that_do_not_divi
     assert parse_query("?sentence=" + sentence.replace(" ", "+")).sentence == sentence
     error = json.loads(page_update("?heads=5&d_model=12"))["error"]
     assert error == "5 heads cannot share d_model = 12 columns equally; choose heads among 1, 2, 3, 4, 6, 12, or another d_model"
+
+
+@pytest.mark.parametrize("query", ["", "?causal=1", "?causal=1&sentence=%3CBOS%3E+I", "?heads=1&seed=3"])
+def test_how_to_read_it_reads_an_entry_that_is_not_masked(query):
+    # The sentence quotes a weight the row really gives: never a key the causal mask hides (weight 0).
+    import re
+    html_text = json.loads(page_update(query))["html"]
+    for row, key, value in re.findall(r"How to read it: row (.*?), column (.*?) is ([0-9.]+),", html_text):
+        assert float(value) > 0, (row, key, value)

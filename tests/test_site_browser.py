@@ -319,7 +319,7 @@ def test_explanations_and_word_buttons_work_with_the_keyboard(site_url, browser_
     page = open_page(browser_context, site_url)
     assert page.evaluate("document.querySelectorAll('body [title]').length") == 0  # nothing hides behind a hover
     how = page.locator("figure.weights .how").first
-    assert how.is_visible() and how.inner_text().startswith("How to read it: row <BOS>, column I is ")
+    assert how.is_visible() and how.inner_text().startswith("How to read it: row <EOS>, column ")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.locator("figure.weights").first.screenshot(path=str(SCREENSHOTS / "heatmap.png"))
     words = page.get_by_role("group", name="Add a word:")

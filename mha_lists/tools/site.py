@@ -228,7 +228,9 @@ def _table_html(table: Table, digits: int, table_id: str) -> str:
 
 def _how_to_read(table: Table, digits: int) -> str:
     """One entry of a weights table read out in words: visible, so no pointer or hover is needed."""
-    i, j = 0, min(1, len(table.col_labels) - 1)
+    i = len(table.matrix) - 1  # the last token: a causal mask hides none of its keys
+    others = [k for k in range(len(table.matrix[i])) if k != i] or [i]
+    j = max(others, key=lambda k: table.matrix[i][k])  # the other token it takes most from
     row, key = html.escape(table.row_labels[i]), html.escape(table.col_labels[j])
     return (f"How to read it: row {row}, column {key} is {format_number(table.matrix[i][j], digits)}, "
             f"so token {row} takes that share of token {key}'s value. Each row sums to 1; the darker, the more.")
