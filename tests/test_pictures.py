@@ -581,3 +581,21 @@ def test_block_diagram_names_its_arguments():
                                (lambda: block_diagram(ex.x, w, mask=[[True]]), ShapeError, "block_diagram: mask is 1x1")]:
         with pytest.raises(error, match=f"^{start}"):
             call()
+
+
+def test_line_chart_has_round_ticks_and_guides():
+    values = [0.000217, 0.0001, 1.53e-05]  # ticks once read 1.53e-05 and 0.000217
+    root = parse(line_chart(values, title="loss", x_label="step", y_label="loss"))
+    shown = [t for t in texts(root) if t[0].isdigit()]
+    assert {"0.0000", "0.0001", "0.0002", "0.0003"} <= set(shown) and "1.53e-05" not in shown
+    guessing = math.log(6)
+    picture = line_chart([1.9, 0.5, 0.05], title="loss", x_label="step", y_label="loss",
+                         guides={guessing: "guessing: ln 6"})
+    root = parse(picture)
+    assert "guessing: ln 6" in texts(root) and picture.text.endswith("guides: guessing: ln 6 at 1.7918")
+    assert {"0.0", "0.5", "1.0", "1.5", "2.0"} <= set(texts(root))  # the range covers the guide and the values
+    for bad, error in (([1], TypeError), ({"1": "a"}, TypeError), ({math.nan: "a"}, ValueError), ({1.0: 5}, TypeError)):
+        with pytest.raises(error, match="^line_chart: "):
+            line_chart([1.0, 2.0], title="t", x_label="x", y_label="y", guides=bad)
+    with pytest.raises(ValueError, match="^line_chart: the values and guides are too large"):
+        line_chart([1.0, 2.0], title="t", x_label="x", y_label="y", guides={-1.7e308: "a", 1.7e308: "b"})

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
 from ..core.attention import check_layer, check_weights, trace_layer
-from ..core.checks import check_type, ShapeError, all_finite, check_int, check_matrix, check_vector, describe, \
-    is_number, shorten, too_large
+from ..core.checks import check_type, ShapeError, all_finite, check_int, check_matrix, check_number, check_vector, \
+    describe, is_number, shorten, too_large
 from ..core.matrix import Matrix, Vector
 from ..core.softmax_and_masks import Mask
 from .block import LAYER_NORM_EPS, BlockWeights, block_steps, check_block
@@ -609,10 +609,29 @@ def check_marks(func: str, name: str, marks: object, first: float, last: float) 
             raise TypeError(f"{func}: {name}[{shorten(x)}] must be a str label, got {shorten(label)}")
 
 
+def _round_ticks(lo: float, hi: float) -> Optional[tuple[float, float, list[float], int]]:
+    """About five round ticks that cover lo..hi: a step of 1, 2, 2.5 or 5 times a power of ten. Returns the
+    new ends, the ticks and how many decimals show them; None where no round step fits (float64's edges)."""
+    try:
+        raw = (hi - lo) / 4
+        power = 10.0 ** math.floor(math.log10(raw))
+        step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+        first, last = math.floor(lo / step) * step, math.ceil(hi / step) * step
+        ticks = [first + k * step for k in range(round((last - first) / step) + 1)]
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+    if not all_finite([ticks]) or len(ticks) > 12:
+        return None
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9) + (step / power == 2.5))
+    return first, last, ticks, decimals
+
+
 def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: str,
-               marks: Optional[Mapping[float, str]] = None,
-               x_values: Optional[Sequence[float]] = None) -> Picture:  # values (n,), x_values (n,)
-    """``values`` as a line over x = 0, 1, 2, ... (or over ``x_values``); ``marks`` = {x: label} draws a dashed line.
+               marks: Optional[Mapping[float, str]] = None, x_values: Optional[Sequence[float]] = None,
+               guides: Optional[Mapping[float, str]] = None) -> Picture:  # values (n,), x_values (n,)
+    """``values`` as a line over x = 0, 1, 2, ... (or over ``x_values``); ``marks`` = {x: label} draws a dashed
+    vertical line, ``guides`` = {y: label} a dashed horizontal one (the loss of guessing, say). The y axis has
+    round ticks.
 
     >>> print(line_chart([2.0, 1.0, 0.5], title="loss", x_label="step", y_label="loss"))
     line_chart loss: 3 values from 2.0000 (step 0) to 0.5000 (step 2); lowest 0.5000 at step 2
@@ -633,14 +652,26 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
             raise too_large(func, f"the {name}")  # largest minus smallest overflows
     if marks is not None:
         check_marks(func, "marks", marks, *((0, n - 1) if x_values is None else (x_values[0], x_values[-1])))
+    if guides is not None:
+        if not isinstance(guides, Mapping) or len(guides) > 10:
+            raise TypeError(f"{func}: guides must be a dict {{y: label}} of at most 10 lines, got {shorten(guides)}")
+        for y, label in guides.items():
+            check_number(func, "a guide's y", y)
+            check_type(func, f"guides[{_value(y)}]", label, str, "a str label")
     xs = list(range(n)) if x_values is None else list(x_values)
     mark_items = sorted((marks or {}).items())
+    guide_items = sorted((guides or {}).items())
 
     width, height = 560.0, 320.0
     left, right, top, bottom = 70.0, 20.0, 40.0, 50.0
-    lo, hi = min(values), max(values)
+    lo, hi = min([*values, *(y for y, _ in guide_items)]), max([*values, *(y for y, _ in guide_items)])
+    if not all_finite([[hi - lo]]):
+        raise too_large(func, "the values and guides")  # largest minus smallest overflows
     if hi == lo:
         lo, hi = lo - 1, hi + 1  # past 2**53, a float plus 1 is itself: the spans below can still be 0
+    rounded = _round_ticks(lo, hi) if hi > lo else None
+    if rounded is not None:
+        lo, hi = rounded[0], rounded[1]
     x_lo, x_hi = xs[0], xs[-1] if xs[-1] > xs[0] else xs[0] + 1
     plot_w, plot_h = width - left - right, height - top - bottom
 
@@ -657,11 +688,18 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
             _text(left + plot_w / 2, height - 10, x_label, anchor="middle"),
             f'<text x="16" y="{_n(top + plot_h / 2)}" text-anchor="middle" font-size="12" '
             f'transform="rotate(-90 16 {_n(top + plot_h / 2)})">{_esc(y_label)}</text>']
-    # Five y ticks, evenly spaced: t / 4 first, so a span near float64's largest is not multiplied past it.
-    for v in [lo + (hi - lo) * (t / 4) for t in range(5)] if hi > lo else [lo]:
+    # Round y ticks; at float64's edges, five evenly spaced: t / 4 first, so a span near float64's largest is not
+    # multiplied past it.
+    ticks = rounded[2] if rounded else [lo + (hi - lo) * (t / 4) for t in range(5)] if hi > lo else [lo]
+    for v in ticks:
         y = py(v)
+        shown = f"{v:.{rounded[3]}f}" if rounded and abs(v) < 1e6 else f"{v:.3g}"
         body.append(f'<line x1="{_n(left - 4)}" y1="{_n(y)}" x2="{_n(left + plot_w)}" y2="{_n(y)}" stroke="#e0e0e0"/>')
-        body.append(_text(left - 6, y + 4, f"{v:.3g}", anchor="end", size=10))
+        body.append(_text(left - 6, y + 4, shown, anchor="end", size=10))
+    for v, label in guide_items:
+        body.append(f'<line x1="{_n(left)}" y1="{_n(py(v))}" x2="{_n(left + plot_w)}" y2="{_n(py(v))}" '
+                    'stroke="#009E73" stroke-dasharray="6 3"/>')
+        body.append(_text(left + plot_w - 4, py(v) - 5, label, anchor="end", size=11, fill="#009E73"))
     for x in sorted({xs[0], xs[len(xs) // 2], xs[-1]}):
         body.append(_text(px(x), top + plot_h + 16, _value(x), anchor="middle", size=10))
     for x, label in mark_items:
@@ -675,6 +713,8 @@ def line_chart(values: Sequence[float], *, title: str, x_label: str, y_label: st
             f"({x_label} {_value(xs[-1])}); lowest {values[low]:.4f} at {x_label} {_value(xs[low])}")
     if mark_items:
         text += "; marks: " + ", ".join(f"{_value(x)} {label}" for x, label in mark_items)
+    if guide_items:
+        text += "; guides: " + ", ".join(f"{label} at {v:.4f}" for v, label in guide_items)
     return Picture(_svg(width, height, title, f"A line chart of {y_label} against {x_label}. {text}", body), text)
 
 
