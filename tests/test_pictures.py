@@ -112,6 +112,14 @@ def test_each_head_has_its_own_colour_and_dash_and_a_legend():
     assert len({dash for _, dash in HEAD_STYLES[:5]}) == 5, "neighbouring heads differ in dash, not only colour"
 
 
+def test_two_heads_get_a_panel_each_and_one_head_one_panel():
+    ex = running_example()
+    two = attention_trace(ex.x, ex.weights).attention
+    root = parse(attention_lines(ex.tokens, two))
+    assert texts(root).count("<EOS>") == 4 and {"head 0", "head 1"} <= set(texts(root))
+    assert texts(parse(attention_lines(ex.tokens, two[0]))).count("<EOS>") == 2  # one head: one panel
+
+
 def test_many_heads_get_a_panel_each_with_every_line():
     ex = running_example(num_heads=16)
     weights = attention_trace(ex.x, ex.weights).attention
@@ -127,7 +135,7 @@ def test_token_labels_are_escaped_and_present():
     trace = attention_trace(ex.x, ex.weights)
     picture = attention_lines(ex.tokens, trace.attention)
     assert "&lt;BOS&gt;" in picture.svg and "<BOS>" not in picture.svg
-    assert texts(parse(picture)).count("<BOS>") == 2  # once per column
+    assert texts(parse(picture)).count("<BOS>") == 2 * len(trace.attention)  # once per column of each head's panel
 
 
 def test_text_names_the_strongest_key_of_each_query():

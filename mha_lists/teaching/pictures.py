@@ -40,7 +40,7 @@ __all__ = ["pipeline", "attention_lines", "query_key_arrows", "line_chart", "blo
 
 MAX_TOKENS = 32  # tokens (queries or keys) in one picture
 MAX_HEADS = 16  # heads in one attention_lines picture
-OVERLAY_HEADS = 4  # up to this many heads share one panel; more get a panel each
+OVERLAY_HEADS = 1  # this many heads share one panel; with more, each head gets a panel of its own (small multiples)
 MAX_POINTS = 10_000  # values in one line_chart
 
 # One (colour, dash pattern) per head. The colours are Okabe and Ito's, told apart by most
@@ -386,8 +386,8 @@ def attention_lines(tokens: Sequence[str], weights: Union[Matrix, Sequence[Matri
     ``attention`` of ``attention_trace``). A line's width and opacity grow with
     the weight; a weight of 0 (a masked key) draws no line. Each head has its own
     colour and dash pattern, named in the legend (``heads``: the names, default
-    "head 0", "head 1", ...). Up to four heads share one panel, as bertviz's head
-    view draws them; more heads get a small panel each. ``key_tokens`` label the
+    "head 0", "head 1", ...). Each head gets a panel of its own, side by side
+    (small multiples: lines of several heads on one canvas tangle). ``key_tokens`` label the
     keys when they differ from the queries (cross-attention). The text says where
     each query looks most.
 
@@ -481,11 +481,13 @@ def _lines_overlaid(mats: list[Matrix], tokens: list[str], keys: list[str], name
 
 
 def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names: list[str]):
-    """Many heads: one small panel per head, four to a row, each titled with its name and line style."""
+    """Several heads: one panel per head, up to four to a row, each titled with its name and line style;
+    up to four heads get larger panels."""
     T, T_k, H = len(tokens), len(keys), len(mats)
-    per_row, row_h, top = 4, 15.0, 44.0
-    label_w = 6.0 * max(len(t) for t in [*tokens, *keys]) + 6
-    panel_w = 2 * label_w + 70
+    few = H <= 4
+    per_row, row_h, top, size = min(4, H), (24.0 if few else 15.0), 44.0, (11 if few else 9)
+    label_w = (0.6 * size) * max(len(t) for t in [*tokens, *keys]) + 6
+    panel_w = 2 * label_w + (110 if few else 70)
     panel_h = 34 + max(T, T_k) * row_h
     width = per_row * panel_w + 20
     body = []
@@ -495,14 +497,14 @@ def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names:
         body += [_style_sample(h, x0 + 4, y0 + 6), _text(x0 + 44, y0 + 10, names[h], size=11, weight="bold")]
         lines_top = y0 + 28
         body += _head_lines(h, M, tokens, keys, names[h], x1=x0 + label_w + 4, x2=x0 + panel_w - label_w - 4,
-                            top=lines_top, row_h=row_h, offset=0.0, thickness=5.0)
+                            top=lines_top, row_h=row_h, offset=0.0, thickness=7.0 if few else 5.0)
         for i, token in enumerate(tokens):
-            body.append(_text(x0 + label_w, lines_top + i * row_h + 3, token, anchor="end", size=9))
+            body.append(_text(x0 + label_w, lines_top + i * row_h + 3, token, anchor="end", size=size))
         for j, token in enumerate(keys):
-            body.append(_text(x0 + panel_w - label_w, lines_top + j * row_h + 3, token, anchor="start", size=9))
+            body.append(_text(x0 + panel_w - label_w, lines_top + j * row_h + 3, token, anchor="start", size=size))
     body.append(_text(10, 36, "in each panel: queries (read) on the left, keys (are read) on the right", size=11,
                       fill="#555555"))
-    return width, top + math.ceil(H / per_row) * panel_h + 8, body
+    return max(width, 500.0), top + math.ceil(H / per_row) * panel_h + 8, body
 
 
 # === Queries and keys as arrows (d_k = 2) ===
