@@ -586,8 +586,8 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
     mx, my = (cx + qx) / 2 + nx * 14, (cy + qy) / 2 + ny * 14 + 4
     body.append(_text(mx, my, f"q ({tokens[query]}) = ({_value(q[0])}, {_value(q[1])})",
                       anchor="start" if nx > 0.3 else "middle", weight="bold", fill="#0072B2"))
-    body.append(_text(10, height - 10, "thick blue arrow: the query; thin dashed: keys; ringed ★: the largest q·k",
-                      size=11, fill="#333333"))
+    body.append(_text(10, height - 10, "thick blue arrow: the query; dashed grey: keys; solid orange, ringed ★: the "
+                      "key with the largest q·k", size=11, fill="#333333"))
     text = (f"{func}: query {tokens[query]} = ({_value(q[0])}, {_value(q[1])}); q·k: "
             + ", ".join(f"{keys[j]} {_value(s)}" for j, s in enumerate(scores))
             + "; wins: " + ", ".join(keys[j] for j in winners))
