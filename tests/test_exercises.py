@@ -1230,3 +1230,50 @@ def test_csv_must_go_into_a_folder_that_exists(tmp_path):
     for target, why in ((tmp_path, "is a folder"), (tmp_path / "no" / "such.csv", "its folder does not exist")):
         result = run("score", str(tmp_path / "a.ipynb"), "--csv", str(target))
         assert result.returncode == 2 and result.stdout == "" and why in result.stderr
+
+
+# === Hidden tests drawn from the teacher's term ===
+
+
+def test_hidden_seeds_come_from_the_term_when_there_is_one(monkeypatch):
+    monkeypatch.delenv("MHA_LISTS_TERM", raising=False)
+    assert exercises_module.hidden_seed("04_my_softmax_check:4404", 4404) == 4404  # the notebook's own, public
+    monkeypatch.setenv("MHA_LISTS_TERM", "ELM-902")
+    a = exercises_module.hidden_seed("04_my_softmax_check:4404", 4404)
+    assert a != 4404 and a == exercises_module.hidden_seed("04_my_softmax_check:4404", 4404)  # the same every run
+    assert a != exercises_module.hidden_seed("04_causal_check:90125", 90125)  # each task its own
+    monkeypatch.setenv("MHA_LISTS_TERM", "OAK-417")
+    assert exercises_module.hidden_seed("04_my_softmax_check:4404", 4404) != a  # another term, other inputs
+    monkeypatch.setenv("MHA_LISTS_TERM", " ")
+    with pytest.raises(ValueError, match="^hidden_seed: the MHA_LISTS_TERM variable must be 1-200 printable"):
+        exercises_module.hidden_seed("x", 1)
+
+
+def test_every_hidden_test_draws_its_inputs_through_hidden_seed():
+    for path in sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb")):
+        for cell in load(path)["cells"]:
+            source = "".join(cell["source"])
+            if "### BEGIN HIDDEN TESTS" in source:
+                hidden = source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
+                assert not re.search(r"random\.Random\(\d+\)|\bseed=\d+", hidden), (path.name, hidden)
+
+
+def test_the_term_reaches_the_checks_and_never_the_students_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_LISTS_TERM", "exported-for-nbgrader")  # what a teacher may have left in the shell
+    spy = submitted(TEACHER_04)
+    for cell in spy["cells"]:
+        if _grade_id(cell) == "04_my_softmax":  # the honest answer, if the term is nowhere in sight
+            cell["source"] = ("import os\ndef my_softmax(row):\n    assert 'MHA_LISTS_TERM' not in os.environ\n"
+                              "    top = max(row)\n    exps = [math.exp(s - top) for s in row]\n"
+                              "    return [e / sum(exps) for e in exps]\n")
+    result = score(spy, TEACHER_04, term="ELM-902")
+    assert result.earned == result.possible, result.failed
+    (tmp_path / "spy.ipynb").write_text(json.dumps(spy), encoding="utf-8")
+    ran = run("score", str(tmp_path / "spy.ipynb"), "--term", "ELM-902")
+    assert ran.returncode == 0 and ran.stdout.startswith(f"{tmp_path / 'spy.ipynb'} (exercise 04_softmax_and_masks.ipynb): 4/4")
+    refused_term = run("score", str(tmp_path / "spy.ipynb"), "--term", " ")
+    assert refused_term.returncode == 2 and "the term must be 1-200 printable characters" in refused_term.stderr
+
+
+def _grade_id(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")

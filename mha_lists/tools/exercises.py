@@ -65,6 +65,8 @@ student_copy(nb)                       a notebook (as JSON) with solutions and h
                                        removed
 write_student_copies(source, out)      every exercise notebook of ``source`` into ``out``
 exercise_of(nb, teachers)              which teacher's notebook nb is a copy of, by its cells
+hidden_seed(task, default)             a hidden test's seed: from the teacher's term when graded
+                                       with one (score --term, MHA_LISTS_TERM), else default
 tampering(nb, teacher)                 {grade_id: reason} for every check cell that is not as
                                        handed out (no code is run)
 score(nb, teacher, timeout)            Score(earned, possible, failed): runs the notebook;
@@ -718,7 +720,7 @@ while True:
 # setup cells above it (once each) and the check, with each of the learner's functions replaced
 # by a call through the grader. Its lines, both ways, are {"body", "mac"}.
 _CHECKER = r"""
-import base64, contextlib, hashlib, hmac, importlib, io, json, pickle, pkgutil, sys
+import base64, contextlib, hashlib, hmac, importlib, io, json, os, pickle, pkgutil, sys
 try:  # Linux: /proc/<pid>/mem and /proc/<pid>/fd of this process closed to the user's other processes
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
@@ -769,6 +771,8 @@ send({"ready": True})
 while True:
     cell = receive()
     error = None
+    if cell.get("term"):  # the teacher's term, for hidden_seed: only this process ever holds it
+        os.environ["MHA_LISTS_TERM"] = cell["term"]
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             for index, source in cell["setup"]:
@@ -905,7 +909,8 @@ def _changed_files(before: dict[str, bytes]) -> list[str]:
     return sorted(name for name in set(before) | set(now) if before.get(name) != now.get(name))
 
 
-def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], Optional[str]]:
+def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None) -> tuple[dict[str, Optional[str]],
+                                                                                  Optional[str]]:
     """Run a notebook's cells, the learner's and the checks, each in its own process; one cell at a time.
 
     Returns ({grade_id: error or None}, why it stopped early or None).
@@ -913,6 +918,7 @@ def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], 
     package_root = str(pathlib.Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
                PYTHONHASHSEED="0")
+    env.pop(TERM_VARIABLE, None)  # a term the teacher exported for nbgrader never reaches the learner's process
     # The checker needs nothing but the standard library and the package: isolated (-I: no
     # environment variables, no user site, not the current folder) and without site-packages
     # (-S), so no .pth or sitecustomize file a notebook might write can run in a later checker;
@@ -937,7 +943,7 @@ def _run(cells: list[_Cell], timeout: float) -> tuple[dict[str, Optional[str]], 
                     _ask(learner, {"source": cell.source, "name": f"<cell {n}>"})
                     continue
                 checker.send({"source": cell.source, "name": f"<cell {n}>", "setup": list(cell.setup),
-                              "answers": list(cell.answers)})
+                              "answers": list(cell.answers), "term": term})
                 while True:
                     body = checker.line()
                     if "done" in body:
@@ -966,6 +972,35 @@ class Score(NamedTuple):
     earned: float
     possible: float
     failed: dict[str, str]  # grade_id of every check cell worth 0 -> the reason
+
+
+TERM_VARIABLE = "MHA_LISTS_TERM"  # the teacher's term under nbgrader: export it before ``nbgrader autograde``
+MAX_TERM = 200  # characters of a term
+
+
+def check_term(func: str, name: str, term: object) -> Optional[str]:
+    """The teacher's secret word, or None: 1 to MAX_TERM printable characters, not only spaces."""
+    if term is None:
+        return None
+    if not isinstance(term, str) or not term.strip() or len(term) > MAX_TERM or not term.isprintable():
+        raise ValueError(f"{func}: {name} must be 1-{MAX_TERM} printable characters, not only spaces, "
+                         f"got {shorten(term)}")
+    return term
+
+
+def hidden_seed(task: str, default: int) -> int:
+    """The seed a hidden test draws its inputs from. Without a term it is ``default``, the number written in
+    the teacher's notebook, which anyone can read in the repository; graded with the teacher's term
+    (``score --term WORD``, or the ``MHA_LISTS_TERM`` environment variable under nbgrader) it is drawn from
+    HMAC-SHA256 of the task under the term, so nobody who lacks the term knows the hidden inputs.
+
+    >>> hidden_seed("04_my_softmax_check", 4404) == 4404 or "MHA_LISTS_TERM" in os.environ
+    True
+    """
+    term = check_term("hidden_seed", f"the {TERM_VARIABLE} variable", os.environ.get(TERM_VARIABLE) or None)
+    if term is None:
+        return default
+    return int.from_bytes(hmac.new(term.encode(), task.encode(), hashlib.sha256).digest()[:6], "big")
 
 
 def exercise_of(nb: dict, teachers: dict[str, dict]) -> str:
@@ -1000,7 +1035,7 @@ def check_timeout(func: str, name: str, timeout: object) -> float:
     return timeout
 
 
-def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
+def score(nb: dict, teacher: dict, *, timeout: float = 60, term: Optional[str] = None) -> Score:
     """Grade notebook ``nb`` against the teacher's: check cells as handed out, then run with hidden tests.
 
     Every code cell of ``nb`` runs in order in a fresh Python (its stored outputs are ignored);
@@ -1012,6 +1047,7 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
     check_notebook("score", "nb", nb)
     check_notebook("score", "teacher", teacher)
     check_timeout("score", "timeout", timeout)
+    check_term("score", "term", term)
     graded = _graded(teacher)
     if not graded:
         raise NotebookError("score: the teacher's notebook has no graded cells")
@@ -1027,7 +1063,7 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
             seen.add(grade_id)
         elif cell["cell_type"] == "code":
             cells.append(_Cell(_source(cell)))
-    ran, stopped = _run(cells, timeout)
+    ran, stopped = _run(cells, timeout, term)
     earned, possible, failed = 0, 0, {}
     for n, grade_id in graded:
         points = _nbgrader(teacher["cells"][n]).get("points", 0)
@@ -1044,6 +1080,14 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60) -> Score:
 
 
 # === Command line ===
+
+
+def _term(text: str) -> str:
+    try:
+        return check_term("--term", "term", text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the term must be 1-{MAX_TERM} printable characters, not only spaces "
+                                         f"(got {len(text)})") from None
 
 
 def _seconds(text: str) -> float:
@@ -1071,6 +1115,8 @@ def build_parser() -> argparse.ArgumentParser:
     points.add_argument("--source", type=pathlib.Path, default=EXERCISES,
                         help="folder of the teacher's notebooks; each submission is matched to one by its cells "
                              "(default: notebooks/exercises)")
+    points.add_argument("--term", type=_term, default=None, metavar="WORD",
+                        help="the teacher's secret word: the hidden tests draw their inputs from it (hidden_seed)")
     points.add_argument("--csv", type=pathlib.Path, default=None,
                         help="also write one row per task: file, exercise, task, points, possible, reason")
     points.add_argument("--timeout", type=_seconds, default=60.0,
@@ -1138,7 +1184,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             if isinstance(notebooks, Exception):
                 raise notebooks
-            result = score(*notebooks, timeout=args.timeout)
+            result = score(*notebooks, timeout=args.timeout, term=args.term)
         except (OSError, ValueError) as e:
             unread += 1
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
