@@ -1277,3 +1277,31 @@ def test_the_term_reaches_the_checks_and_never_the_students_code(tmp_path, monke
 
 def _grade_id(cell):
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+# === An answer must be the student's own, not the library's function it was asked to write ===
+
+
+def test_an_answer_that_calls_the_librarys_function_earns_nothing_for_that_task():
+    cheat = submitted(TEACHER_04)
+    for cell in cheat["cells"]:
+        if _grade_id(cell) == "04_my_softmax":
+            cell["source"] = "def my_softmax(row):\n    return softmax(row)\n"  # passes every visible check
+    result = score(cheat, TEACHER_04)
+    assert result.failed == {"04_my_softmax_check": "RuntimeError: calls the library's softmax; the exercise asks "
+                                                    "for your own"}
+    assert result.earned == result.possible - 2
+
+
+def test_without_sets_functions_aside_and_always_puts_them_back():
+    from mha_lists import softmax, softmax_rows
+    with pytest.raises(RuntimeError, match="^calls the library's softmax_rows; the exercise asks for your own$"):
+        with exercises_module.without("softmax", "softmax_rows"):
+            assert exercises_module.FORBIDDEN == ["softmax", "softmax_rows"]
+            softmax_rows([[0.0]])
+    assert softmax([0.0]) == [1.0] and softmax_rows([[0.0]]) == [[1.0]] and exercises_module.FORBIDDEN == []
+    for bad in ("no_such_function", "teaching.nowhere.f", "VOCAB"):
+        with pytest.raises(ValueError, match="^without: .* is not a function of mha_lists that can be set aside$"):
+            with exercises_module.without(bad):
+                pass
+    assert exercises_module.FORBIDDEN == []

@@ -67,11 +67,19 @@ write_student_copies(source, out)      every exercise notebook of ``source`` int
 exercise_of(nb, teachers)              which teacher's notebook nb is a copy of, by its cells
 hidden_seed(task, default)             a hidden test's seed: from the teacher's term when graded
                                        with one (score --term, MHA_LISTS_TERM), else default
+without(*names)                        a block in which the library's functions ``names`` raise:
+                                       a hidden test that an answer is the student's own
 tampering(nb, teacher)                 {grade_id: reason} for every check cell that is not as
                                        handed out (no code is run)
 score(nb, teacher, timeout)            Score(earned, possible, failed): runs the notebook;
                                        ``failed`` maps grade_id to the reason for 0 points
 =====================================  =======================================================
+
+An exercise that asks for a function the library has (``my_softmax``, ``concat``,
+``my_attention``, ``my_softmax_backward``, ``cross_entropy_gradient``, ``my_adam_step``) runs the
+student's answer in its hidden test inside ``without(...)``: an answer that calls the library's own
+function fails that check, under ``score`` (the learner's process sets the function aside while the
+answer runs) and under nbgrader alike.
 
 The limit: both processes run as the user who runs ``score``, so the learner's code can reach
 what that user can: files, and as root (or where ptrace is not restricted) even the checker's
@@ -85,10 +93,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
 import csv
 import hashlib
 import hmac
+import importlib
 import json
 import math
 import os
@@ -703,7 +713,9 @@ while True:
             if "call" in job:
                 if job["call"] not in namespace:
                     raise NameError(f"name {job['call']!r} is not defined")
-                result = namespace[job["call"]](*unpickle(b64decode(job["args"])))
+                from mha_lists.tools.exercises import without
+                with without(*job.get("forbid", [])):  # the library's own, set aside while the answer runs
+                    result = namespace[job["call"]](*unpickle(b64decode(job["args"])))
                 try:
                     answer["result"] = loads(dumps(result))
                 except (TypeError, ValueError):
@@ -758,7 +770,8 @@ class AnswerFailed(Exception):  # the learner's function raised, in the learner'
 
 def answer(name):  # what a check calls: the learner's function, in the learner's process
     def call(*args):
-        send({"call": name, "args": base64.b64encode(pickle.dumps(args)).decode()})
+        forbid = list(getattr(sys.modules.get("mha_lists.tools.exercises"), "FORBIDDEN", []))
+        send({"call": name, "args": base64.b64encode(pickle.dumps(args)).decode(), "forbid": forbid})
         reply = receive()
         if "error" in reply:
             raise AnswerFailed(reply["error"])
@@ -949,7 +962,8 @@ def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None) -> tupl
                     if "done" in body:
                         ran[cell.grade_id] = body["done"] if isinstance(body["done"], str) else None
                         break
-                    answer = _ask(learner, {"call": body.get("call"), "args": body.get("args")})
+                    answer = _ask(learner, {"call": body.get("call"), "args": body.get("args"),
+                                            "forbid": body.get("forbid") or []})
                     error = answer.get("error")
                     if "result" in answer and error is None:
                         checker.send({"result": answer["result"]})
@@ -1001,6 +1015,54 @@ def hidden_seed(task: str, default: int) -> int:
     if term is None:
         return default
     return int.from_bytes(hmac.new(term.encode(), task.encode(), hashlib.sha256).digest()[:6], "big")
+
+
+FORBIDDEN: list[str] = []  # inside ``without``: the library functions named (score hands them to the learner's process)
+
+
+def _library_function(name: str) -> Any:
+    """``"softmax"`` -> mha_lists.softmax; ``"teaching.model.adam_step"`` -> that module's adam_step."""
+    module, _, attribute = f"mha_lists.{name}".rpartition(".")
+    try:
+        function = getattr(importlib.import_module(module), attribute, None)
+    except ImportError:
+        function = None
+    if not callable(function) or not hasattr(function, "__code__") or function.__code__.co_freevars:
+        raise ValueError(f"without: {shorten(name)} is not a function of mha_lists that can be set aside")
+    return function
+
+
+@contextlib.contextmanager
+def without(*names: str) -> Any:
+    """Inside, each of the library's functions ``names`` raises when called: a hidden test that an answer is the
+    student's own work, not a call of the library's function that the exercise asks them to write. Compute the
+    expected value outside the block (the check's own call of the library would raise too). Under ``score`` the
+    learner's process sets the same functions aside while the answer runs. It raises the bar, no more: a
+    student can still copy the library's code.
+
+    >>> from mha_lists import softmax
+    >>> with without("softmax"):
+    ...     softmax([0.0])
+    Traceback (most recent call last):
+    ...
+    RuntimeError: calls the library's softmax; the exercise asks for your own
+    >>> softmax([0.0])
+    [1.0]
+    """
+    functions = [_library_function(name) for name in names]
+    saved = [function.__code__ for function in functions]
+    FORBIDDEN[:] = names
+    try:
+        for function, name in zip(functions, names):
+            trap: dict = {}
+            exec(f"def f(*args, **kwargs):\n    raise RuntimeError(\"calls the library's {name.rpartition('.')[2]}; "
+                 f"the exercise asks for your own\")", trap)
+            function.__code__ = trap["f"].__code__
+        yield
+    finally:
+        for function, code in zip(functions, saved):
+            function.__code__ = code
+        FORBIDDEN.clear()
 
 
 def exercise_of(nb: dict, teachers: dict[str, dict]) -> str:
