@@ -115,6 +115,7 @@ import time
 from typing import Any, NamedTuple, Optional
 
 from .cli import OneLineErrorParser
+from .worksheet import check_term, term_argument
 from ..core.checks import check_type, all_finite, quote_int, shorten
 
 __all__ = ["check_close"]
@@ -989,17 +990,6 @@ class Score(NamedTuple):
 
 
 TERM_VARIABLE = "MHA_LISTS_TERM"  # the teacher's term under nbgrader: export it before ``nbgrader autograde``
-MAX_TERM = 200  # characters of a term
-
-
-def check_term(func: str, name: str, term: object) -> Optional[str]:
-    """The teacher's secret word, or None: 1 to MAX_TERM printable characters, not only spaces."""
-    if term is None:
-        return None
-    if not isinstance(term, str) or not term.strip() or len(term) > MAX_TERM or not term.isprintable():
-        raise ValueError(f"{func}: {name} must be 1-{MAX_TERM} printable characters, not only spaces, "
-                         f"got {shorten(term)}")
-    return term
 
 
 def hidden_seed(task: str, default: int) -> int:
@@ -1144,14 +1134,6 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60, term: Optional[str] =
 # === Command line ===
 
 
-def _term(text: str) -> str:
-    try:
-        return check_term("--term", "term", text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"the term must be 1-{MAX_TERM} printable characters, not only spaces "
-                                         f"(got {len(text)})") from None
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -1177,7 +1159,7 @@ def build_parser() -> argparse.ArgumentParser:
     points.add_argument("--source", type=pathlib.Path, default=EXERCISES,
                         help="folder of the teacher's notebooks; each submission is matched to one by its cells "
                              "(default: notebooks/exercises)")
-    points.add_argument("--term", type=_term, default=None, metavar="WORD",
+    points.add_argument("--term", type=term_argument, default=None, metavar="WORD",
                         help="the teacher's secret word: the hidden tests draw their inputs from it (hidden_seed)")
     points.add_argument("--csv", type=pathlib.Path, default=None,
                         help="also write one row per task: file, exercise, task, points, possible, reason")

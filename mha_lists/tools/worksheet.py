@@ -1171,7 +1171,8 @@ def _students(text: str) -> list[int]:
     return list(range(a, b + 1))
 
 
-def _term(text: str) -> str:
+def term_argument(text: str) -> str:
+    """``--term WORD`` as argparse reads it: check_term's rule, said in one line."""
     try:
         return check_term("--term", "term", text)
     except ValueError:
@@ -1222,7 +1223,7 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--student", type=_student, metavar="N", help="the student's number N")
     who.add_argument("--students", type=_students, metavar="A-B", help="every student from A to B, e.g. 1-30")
     who.add_argument("--example", action="store_true", help="the hand-chosen example of notebook 00a")
-    parser.add_argument("--term", type=_term, metavar="WORD",
+    parser.add_argument("--term", type=term_argument, metavar="WORD",
                         help="the teacher's secret for this term: same term and student, same sheet; "
                              "without it nobody can print the key")
     parser.add_argument("--exam", action="store_true", help="five short exam questions instead of a worksheet")
