@@ -1305,3 +1305,9 @@ def test_without_sets_functions_aside_and_always_puts_them_back():
             with exercises_module.without(bad):
                 pass
     assert exercises_module.FORBIDDEN == []
+
+
+def test_exercise_of_names_a_bad_argument():
+    for teachers, error in ((None, TypeError), ({}, TypeError), ([TEACHER_04], TypeError), ({"a.ipynb": "nb"}, NotebookError)):
+        with pytest.raises(error, match="^exercise_of: teachers"):
+            exercises_module.exercise_of(TEACHER_04, teachers)

@@ -1066,6 +1066,10 @@ def exercise_of(nb: dict, teachers: dict[str, dict]) -> str:
     '05.ipynb'
     """
     check_notebook("exercise_of", "nb", nb)
+    if not isinstance(teachers, dict) or not teachers:
+        raise TypeError(f"exercise_of: teachers must be a non-empty dict {{name: notebook}}, got {shorten(teachers)}")
+    for name, teacher in teachers.items():
+        check_notebook("exercise_of", f"teachers[{shorten(name)}]", teacher)
     ids = set(_positions(nb))
     shared = {name: len(ids & set(_positions(teacher))) for name, teacher in teachers.items()}
     best = max(shared.values(), default=0)
