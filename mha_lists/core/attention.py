@@ -167,11 +167,15 @@ def trace_layer(x: Matrix, weights: MHAWeights, context: Optional[Matrix], mask:
     heads = head_loop(Q, K, V, mask=mask, scale=scale)
     concat = joined([head.output for head in heads])
     output = finite(affine(concat, weights.W_O, weights.b_O), "the outputs")
-    (T, d_model), T_k, h, g, d_k, d_v = (len(x), len(x[0])), len(K[0]), len(Q), len(K), len(Q[0][0]), len(V[0][0])
-    counts = {"Q": T * d_model * h * d_k, "K": T_k * d_model * g * d_k, "V": T_k * d_model * g * d_v,
-              "scores": h * T * d_k * T_k, "weighted_sum": h * T * T_k * d_v, "W_O": T * h * d_v * d_model}
+    counts = step_counts(len(x), len(K[0]), len(x[0]), len(Q), len(K), len(Q[0][0]), len(V[0][0]))
     return AttentionTrace(Q, K, V, [head.scores for head in heads], [head.weights for head in heads],
                           [head.output for head in heads], concat, output, counts)
+
+
+def step_counts(T: int, T_k: int, d_model: int, h: int, g: int, d_k: int, d_v: int) -> dict[str, int]:  # unchecked
+    """Multiply-adds of each step of one layer: T queries, T_k keys, h query heads, g key/value heads."""
+    return {"Q": T * d_model * h * d_k, "K": T_k * d_model * g * d_k, "V": T_k * d_model * g * d_v,
+            "scores": h * T * d_k * T_k, "weighted_sum": h * T * T_k * d_v, "W_O": T * h * d_v * d_model}
 
 
 def attention_trace(x: Matrix, weights: MHAWeights, *, context: Optional[Matrix] = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..core.checks import ShapeError, check_matrix, check_positive_int, shorten, too_large
+from ..core.attention import step_counts
 from ..core.matrix import Matrix, finite, product
 
 __all__ = ["MultiplyAddCounter"]
@@ -80,5 +81,4 @@ def multiply_adds(seq_len: int, d_model: int, num_heads: int, *, d_k: Optional[i
     d_v = d_model // h if d_v is None else d_v
     g = h if num_kv_heads is None else num_kv_heads
     T_k = T if context_len is None else context_len
-    return {"Q": T * d_model * h * d_k, "K": T_k * d_model * g * d_k, "V": T_k * d_model * g * d_v,
-            "scores": h * T * d_k * T_k, "weighted_sum": h * T * T_k * d_v, "W_O": T * h * d_v * d_model}
+    return step_counts(T, T_k, d_model, h, g, d_k, d_v)  # what attention_trace counts, checked here
