@@ -62,7 +62,7 @@ from ..core.checks import (check_type, ShapeError, check_int, check_number, chec
                            shorten, too_large)
 from ..core.matrix import Matrix
 from .model import (Model, Sizes, Step, Trace, check_ids, check_model, check_progress, check_training_work,
-                    check_work, fit, forward_work, loss_of, run, sequence_gradients)
+                    check_work, fit, forward_work, loss_of, random_model, run, sequence_gradients)
 from .model import flatten, forward, unflatten  # noqa: F401 -- the one model's, used here as they are
 from .weights import derive_rng
 
@@ -272,26 +272,7 @@ def init_model(settings: Settings) -> Model:
     (8, 11, 2, 8)
     """
     s = check_settings("init_model", settings)
-    d, h = s.d_model, s.num_heads
-    d_k = d // h
-    std = 1 / math.sqrt(d)
-
-    def draw(rows: int, cols: int, name: str, sigma: float) -> Matrix:
-        rng = derive_rng(s.seed, f"induction/{name}")
-        return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
-
-    layers = []
-    for layer in range(s.num_layers):
-        heads = {name: [draw(d, d_k, f"layer{layer}/{name}/head{hh}", std) for hh in range(h)]
-                 for name in ("W_Q", "W_K", "W_V")}
-        layers.append(MHAWeights(heads["W_Q"], heads["W_K"], heads["W_V"], draw(h * d_k, d, f"layer{layer}/W_O", std)))
-    return Model(
-        token_embeddings=draw(s.vocab_size, d, "token_embeddings", 1.0),
-        position_embeddings=draw(2 * s.max_len - 1, d, "position_embeddings", 1.0),
-        layers=layers,
-        W_U=draw(d, s.vocab_size, "W_U", std),
-        positions="queries and keys",
-    )
+    return random_model(s.seed, "induction", s.vocab_size, s.d_model, s.num_heads, s.num_layers, 2 * s.max_len - 1)
 
 
 # === The task ===

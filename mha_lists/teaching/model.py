@@ -65,6 +65,7 @@ from ..core.checks import (check_type, ShapeError, check_int, check_matrix, chec
                            shorten, too_large)
 from ..core.matrix import Matrix, Vector, finite, product
 from ..core.softmax_and_masks import MAX_MASK_SIDE, causal_mask, softmax_of_rows
+from .weights import derive_rng
 
 # What the notebooks import (through training.py, which passes these on). Model, Trace and Step are in the
 # map above; listed here they would take the package past its 100 exported names (tests/test_surface.py).
@@ -195,6 +196,28 @@ def check_targets(func: str, name: str, target: object, rows: int, vocab_size: i
     if scored == 0:
         raise ValueError(f"{func}: every entry of {name} is None; there is nothing to score")
     return scored
+
+
+def random_model(seed: int, name: str, vocab_size: int, d_model: int, num_heads: int, num_layers: int,
+                 positions: int) -> Model:
+    """A model to train from: N(0, 1) embeddings, N(0, 1/d_model) weights, positions entering layer 0's
+    queries and keys; each matrix drawn from ``derive_rng(seed, f"{name}/...")``, so a task's ``name``
+    ("induction", "read_text") gives its own numbers. Its caller checks the sizes."""
+    d, h = d_model, num_heads
+    d_k, std = d // h, 1 / math.sqrt(d)
+
+    def draw(rows: int, cols: int, part: str, sigma: float) -> Matrix:
+        rng = derive_rng(seed, f"{name}/{part}")
+        return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
+
+    layers = []
+    for layer in range(num_layers):
+        heads = {part: [draw(d, d_k, f"layer{layer}/{part}/head{hh}", std) for hh in range(h)]
+                 for part in ("W_Q", "W_K", "W_V")}
+        layers.append(MHAWeights(heads["W_Q"], heads["W_K"], heads["W_V"], draw(h * d_k, d, f"layer{layer}/W_O", std)))
+    return Model(token_embeddings=draw(vocab_size, d, "token_embeddings", 1.0),
+                 position_embeddings=draw(positions, d, "position_embeddings", 1.0),
+                 layers=layers, W_U=draw(d, vocab_size, "W_U", std), positions="queries and keys")
 
 
 # === How much arithmetic ===

@@ -24,9 +24,10 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Callable
 from typing import Optional, TextIO
 
-from ..core.checks import check_type, MAX_INT_DIGITS, ShapeError, check_positive_int, check_vector, quote_int, shorten
+from ..core.checks import check_type, MAX_INT_DIGITS, ShapeError, check_positive_int, check_vector, shorten
 from ..teaching.induction import (LIMITS, History, Settings, check_settings, head_scores, init_model, make_sequences,
                                   repeat_accuracy, train)
 from ..teaching.model import Model, check_model, flatten, unflatten
@@ -44,13 +45,6 @@ def file_name(path: str) -> str:
     return shorten(path, 200)
 
 
-def _steps(text: str) -> int:
-    value = _seed(text)
-    if not 1 <= value <= LIMITS["steps"]:
-        raise argparse.ArgumentTypeError(f"{quote_int(value)} must be 1 to {LIMITS['steps']}")
-    return value
-
-
 def _seed(text: str) -> int:
     if len(text.strip().lstrip("+-")) > MAX_INT_DIGITS:  # before int(): CPython refuses over 4,300 digits
         raise argparse.ArgumentTypeError(f"a number of {len(text.strip()):,} characters; "
@@ -62,17 +56,27 @@ def _seed(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    default = Settings()
-    parser = OneLineErrorParser(
-        prog="python -m mha_lists.tools.induction",
-        description="Train a two-layer attention-only model on repeated runs; print each head's scores.",
-    )
+    return run_parser("python -m mha_lists.tools.induction",
+                      "Train a two-layer attention-only model on repeated runs; print each head's scores.",
+                      Settings(), LIMITS["steps"])
+
+
+def run_parser(prog: str, description: str, default: tuple, most_steps: int) -> argparse.ArgumentParser:
+    """The options of a training command (this one, read_text): --seed, --steps, --quiet, --save, --check."""
+
+    def steps(text: str) -> int:
+        value = _seed(text)
+        if not 1 <= value <= most_steps:
+            raise argparse.ArgumentTypeError(f"{value} must be 1 to {most_steps:,}")
+        return value
+
+    parser = OneLineErrorParser(prog=prog, description=description)
     parser.add_argument("--seed", type=_seed, default=default.seed,
                         help=f"seed of every random draw (default {default.seed})")
-    parser.add_argument("--steps", type=_steps, default=default.steps,
-                        help=f"Adam steps, 1 to {LIMITS['steps']} (default {default.steps})")
+    parser.add_argument("--steps", type=steps, default=default.steps,
+                        help=f"Adam steps, 1 to {most_steps:,} (default {default.steps:,})")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
-    parser.add_argument("--save", metavar="FILE", help="write the run (settings, parameters, history) as JSON")
+    parser.add_argument("--save", metavar="FILE", help="write the run (settings, parameters, losses) as JSON")
     parser.add_argument("--check", metavar="FILE", help="train and compare with a saved run, bit for bit")
     return parser
 
@@ -139,31 +143,40 @@ def load_run(path: str) -> tuple[Settings, Model, History]:
     A file that cannot be opened raises OSError; anything but a regular file (a
     FIFO, a device, a folder) is refused at once, before a byte is read.
     """
+    text = read_file("load_run", path, "a saved run")
+    return read_run(f"load_run: {file_name(os.fspath(path))}", text)
+
+
+def read_file(func: str, path: str, what: str) -> str:
+    """The UTF-8 text of the regular file at ``path`` (at most MAX_RUN_BYTES); ``what`` says what it should be.
+
+    A file that cannot be opened raises OSError; anything but a regular file (a
+    FIFO, a device, a folder) is refused at once, before a byte is read.
+    """
     path = os.fspath(path) if isinstance(path, os.PathLike) else path
     if not isinstance(path, str):
-        raise TypeError(f"load_run: path must be a file name (a str), got {shorten(path)} ({type(path).__name__})")
+        raise TypeError(f"{func}: path must be a file name (a str), got {shorten(path)} ({type(path).__name__})")
     name = file_name(path)
     if "\0" in path:
-        raise ValueError(f"load_run: path {name} has a NUL character in it, which no file name has")
+        raise ValueError(f"{func}: path {name} has a NUL character in it, which no file name has")
     # O_NONBLOCK: opening a FIFO waits for a writer without it; a regular file reads the same either way.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"load_run: {name} is not a regular file (a FIFO, a device or a folder); "
-                             "a saved run is a file")
+            raise ValueError(f"{func}: {name} is not a regular file (a FIFO, a device or a folder); "
+                             f"{what} is a file")
         if info.st_size > MAX_RUN_BYTES:
-            raise ValueError(f"load_run: {name} has {info.st_size:,} bytes, more than {MAX_RUN_BYTES:,}; "
-                             "it is not a saved run")
+            raise ValueError(f"{func}: {name} has {info.st_size:,} bytes, more than {MAX_RUN_BYTES:,}; "
+                             f"it is not {what}")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(MAX_RUN_BYTES + 1)
     finally:
         os.close(fd)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"load_run: {name} is not UTF-8 text ({error.reason} at byte {error.start})") from None
-    return read_run(f"load_run: {name}", text)
+        raise ValueError(f"{func}: {name} is not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 def check_save_path(path: str) -> Optional[str]:
@@ -202,16 +215,20 @@ def report_lines(model: Model, settings: Settings) -> list[str]:
 def progress_printer(stream: TextIO, steps: int):
     """A ``progress`` function for ``train`` that rewrites one line on ``stream``: the step, the batch's
     loss on the repeated half, its best layer-0 previous-token and best last-layer induction score."""
-    if not (callable(getattr(stream, "write", None)) and callable(getattr(stream, "flush", None))):
-        raise TypeError(f"progress_printer: stream must be a text stream (with write and flush), "
-                        f"got {type(stream).__name__}")
-    check_positive_int("progress_printer", "steps", steps)
+    return line_printer("progress_printer", stream, steps, lambda step, history: (
+        f"step {step}/{steps}  loss (repeat) {history.repeat_loss[-1]:.3f}  "
+        f"previous-token {history.previous_token[-1]:.2f}  induction {history.induction[-1]:.2f}"))
 
-    def show(step: int, history: History) -> None:
-        # Under 80 columns, padded so a shorter line covers a longer one before it.
-        line = (f"step {step}/{steps}  loss (repeat) {history.repeat_loss[-1]:.3f}  "
-                f"previous-token {history.previous_token[-1]:.2f}  induction {history.induction[-1]:.2f}")
-        stream.write("\r" + line.ljust(72))
+
+def line_printer(func: str, stream: TextIO, steps: int, line_of: Callable[[int, object], str]):
+    """A ``progress(step, history)`` that rewrites one line, ``line_of(step, history)``, on ``stream``,
+    padded so a shorter line covers a longer one before it, and ends it after the last step."""
+    if not (callable(getattr(stream, "write", None)) and callable(getattr(stream, "flush", None))):
+        raise TypeError(f"{func}: stream must be a text stream (with write and flush), got {type(stream).__name__}")
+    check_positive_int(func, "steps", steps)
+
+    def show(step: int, history: object) -> None:
+        stream.write("\r" + line_of(step, history).ljust(72))
         if step == steps:
             stream.write("\n")
         stream.flush()
@@ -223,42 +240,64 @@ def main(argv: Optional[list[str]] = None) -> int:
         raise TypeError(f"main: argv must be a list of str (the command's arguments) or None, got {shorten(argv)}")
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.save and args.check:
-        parser.error("give --save or --check, not both")
-    if args.save and check_save_path(args.save):
-        parser.error(check_save_path(args.save))
+    check_file_arguments(parser, args)
     settings = Settings(seed=args.seed, steps=args.steps)
-    if args.check:
-        try:
-            saved = load_run(args.check)
-        except OSError as error:
-            print(f"{parser.prog}: error: cannot read {file_name(args.check)}: {error.strerror or error}",
-                  file=sys.stderr)
-            return 2
-        except ValueError as error:  # ShapeError is a ValueError; the message names the file
-            print(f"{parser.prog}: error: {error}", file=sys.stderr)
-            return 2
+    saved = read_saved(parser, args.check, load_run) if args.check else None
+    if isinstance(saved, int):
+        return saved
+    if saved:
         settings = saved[0]
     progress = None if args.quiet else progress_printer(sys.stderr, settings.steps)
     model, history = train(settings, progress=progress)
     print(f"trained {settings.steps} steps, seed {settings.seed}: loss on the repeated half "
           f"{history.repeat_loss[0]:.3f} -> {history.repeat_loss[-1]:.3f}")
-    if args.save:
-        try:
-            with open(args.save, "w", encoding="utf-8") as f:
-                f.write(run_to_json(settings, model, history))
-        except OSError as error:
-            print(f"{parser.prog}: error: cannot save to {file_name(args.save)}: {error.strerror or error}",
-                  file=sys.stderr)
-            return 2
-        print(f"saved to {args.save}")
+    text = run_to_json(settings, model, history)
+    if args.save and write_saved(parser, args.save, text):
+        return 2
     for line in report_lines(model, settings):
         print(line)
-    if args.check:
-        same = run_to_json(settings, model, history) == run_to_json(*saved)
-        print(f"same as {args.check}, bit for bit: {same}")
-        return 0 if same else 1
+    return same_as_saved(args.check, text, run_to_json(*saved)) if saved else 0
+
+
+# === What both training commands (this one and read_text) do with --save and --check ===
+
+
+def check_file_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--save and --check together, or a file to save into a folder that does not exist: one line, exit 2."""
+    if args.save and args.check:
+        parser.error("give --save or --check, not both")
+    if args.save and check_save_path(args.save):
+        parser.error(check_save_path(args.save))
+
+
+def read_saved(parser: argparse.ArgumentParser, path: str, load: Callable[[str], tuple]):
+    """``load(path)``, or 2 after one line on stderr when the file cannot be read or is not a saved run."""
+    try:
+        return load(path)
+    except OSError as error:
+        print(f"{parser.prog}: error: cannot read {file_name(path)}: {error.strerror or error}", file=sys.stderr)
+    except ValueError as error:  # ShapeError is a ValueError; the message names the file
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+    return 2
+
+
+def write_saved(parser: argparse.ArgumentParser, path: str, text: str) -> int:
+    """Write a run to ``path`` and say so; 2 after one line on stderr if it cannot be written."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as error:
+        print(f"{parser.prog}: error: cannot save to {file_name(path)}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    print(f"saved to {path}")
     return 0
+
+
+def same_as_saved(path: str, text: str, saved: str) -> int:
+    """Say whether a run retrained from a saved file's settings is that file, bit for bit; 0 if so, else 1."""
+    same = text == saved
+    print(f"same as {path}, bit for bit: {same}")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
