@@ -146,7 +146,8 @@ def stage_contents(content: pathlib.Path) -> None:
     for notebook in sorted(content.rglob("*.ipynb")):
         use_the_lite_kernel(notebook)
     for folder in (content, content / "exercises"):
-        for source in sorted((ROOT / "mha_lists").rglob("*.py")):
+        # the module, and the book and trained run it reads (mha_lists/data/)
+        for source in sorted([*(ROOT / "mha_lists").rglob("*.py"), *(ROOT / "mha_lists" / "data").glob("*")]):
             target = folder / "mha_lists" / source.relative_to(ROOT / "mha_lists")
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)

@@ -22,11 +22,14 @@ teaching/   around it: the examples the notebooks use and the topics beyond one 
             pictures.py (SVG drawn from the live numbers),
             strided.py, cost.py, torch_init.py, block.py, decoding.py (decode_step),
             model.py (the one model that trains: embeddings, attention layers through
-            the core, the unembedding, Adam), and its tasks training.py, induction.py
+            the core, the unembedding, Adam), and its tasks training.py, induction.py,
+            reading.py (a model that read a book, one character at a time);
+            circuits.py (a head's job read from its weights: QK, OV, K-composition)
 tools/      apart: commands, ``python -m mha_lists.tools.NAME``
             cli.py (``python -m mha_lists``), site.py, worksheet.py, exercises.py,
             bench.py (also ``python -m mha_lists.bench``, by the top-level bench.py),
-            induction.py
+            induction.py, read_text.py
+data/       genesis.txt, the book reading.py's model read; read_text_run.json, its trained run
 
 The names below are the ones the core notebooks use; everything else is imported
 from its file (``from mha_lists.teaching.strided import tensor``).

@@ -32,7 +32,9 @@ def test_at_most_30_names_at_the_top_and_few_exported_in_all():
     # Issue 13's goal was 100; each module exports what the notebooks import from it, and a strided
     # tensor's operations are its methods, as in PyTorch (t.view(...)). Issue 23's block around
     # attention adds four: feed_forward, encoder_layer, BlockWeights and its picture, block_diagram.
-    assert len(exported_names()) <= 104
+    # Issue 22's model that read a book adds the 9 names notebook 07b imports from reading.py and
+    # the 6 circuits it reads from the weights (circuits.py).
+    assert len(exported_names()) <= 116
 
 
 def test_every_exported_name_is_used_by_a_notebook_the_docs_or_another_module():

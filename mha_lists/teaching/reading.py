@@ -1,0 +1,491 @@
+"""A model that read a book: two attention layers trained on real text, one character at a time.
+
+The book is Genesis, from the King James Bible (1611; public domain, from Debian's
+``bible-kjv-text``), shipped as ``mha_lists/data/genesis.txt``: one verse per line. The model
+reads it lowercased, verses joined by spaces, one character per token. Its vocabulary is
+the 36 characters of that text and one more, ``UNKNOWN``, which every other character maps
+to: any sentence a learner types is read, never refused (a digit, an accent or an emoji
+becomes ``<unk>``).
+
+The model is ``model.Model`` (notebook 17's and 19's: every layer through the core), with
+2 layers of 2 heads, positions entering only layer 0's queries and keys, no MLP:
+
+    x_0    = E_tok[ids]                    (T, 24): the residual stream
+    layer l: Q, K from x_l + E_pos (l = 0) or x_l;  V from x_l;  x_{l+1} = x_l + MHA(x_l)
+    logits = x_2 W_U                       (T, 37): the next character, at every position
+
+**Why every training window repeats a passage.** Each window is 16 characters of the
+book in which a passage (4 to 8 characters, at a random place) is copied over a later
+stretch. On plain text, predicting the next character from the last few rewards a
+previous-token head but almost never rewards copying from far back, and no induction head
+forms in the minutes plain Python has; when every window repeats a passage, copying pays
+at every window, and one does (a random place, so that no fixed offset does the job).
+
+=================================  ===================================================
+book, training_text, validation    the text, lowercased; its first 90% and last 10%
+VOCAB, UNKNOWN, encode, decode     characters <-> token ids; labels (what a picture shows)
+Settings, check_settings, LIMITS   sizes, data and optimiser settings of a training run
+init_model                         random parameters (model.random_model)
+make_window                        16 characters of text with a passage repeated in it
+train, History                     Adam steps on fresh windows; the loss of each step
+head_scores                        previous-token score on text, induction score on
+                                   repeated random characters, for every head
+in_context_loss                    loss on a passage's first copy and on its second
+validation_loss, baselines         the loss per character, and unigram/bigram baselines
+generate                           the model writing, greedy or sampled
+trained_run, trained_model         the shipped run and its model (tools/read_text.py trains it)
+read, head_jobs                    every head's attention on a text, and what each does there
+=================================  ===================================================
+
+Every random number comes from ``derive_rng(seed, "read_text/...")`` and every sum is a
+``math.fsum``: a run gives the same bits on CPython 3.10 to 3.13.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import random
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Optional
+
+from ..core.matrix import Matrix
+from ..core.checks import check_int, check_number, check_positive_int, check_type, quote_int, shorten, too_large
+from ..core.softmax_and_masks import softmax_of_rows
+from .induction import head_scores as repeat_scores
+from .model import (Model, Step, check_model, check_progress, check_training_work, fit, flatten, forward_work, loss_of,
+                    random_model, run, shaped)
+from .weights import derive_rng
+
+__all__ = [  # what notebook 07b imports; the rest is documented in the map above
+    "VOCAB", "encode", "trained_run", "read", "head_jobs", "generate", "held_out_windows", "in_context_loss",
+    "head_scores"]
+
+DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
+BOOK_FILE = DATA / "genesis.txt"
+RUN_FILE = DATA / "read_text_run.json"  # the shipped run: python -m mha_lists.tools.read_text --save ...
+RUN_FORMAT = "mha-lists read_text run 1"
+
+UNKNOWN = "<unk>"  # the token of every character the book does not have
+CHARACTERS = " !'(),.:;?abcdefghijklmnopqrstuvwxyz"  # every character of the lowercased book (tests check it)
+VOCAB = [UNKNOWN, *CHARACTERS]  # token id -> what it stands for
+_IDS = {c: i for i, c in enumerate(VOCAB)}
+VALIDATION_SHARE = 0.1  # the book's last 10% is never trained on
+EVAL_SEED = 0  # the held-out windows and sequences are the same for every run, whatever its seed
+HELD_OUT = 200  # windows (or sequences) each measure averages over
+
+# Sizes above these are refused with a message that names the limit, so nothing hangs.
+LIMITS = {"d_model": 64, "num_heads": 8, "num_layers": 4, "window": 64, "batch_size": 64, "steps": 10_000,
+          "length": 2000, "count": 2000}
+
+
+# === The text and its characters ===
+
+
+def book() -> str:
+    """The whole book as the model reads it: lowercased, verses joined by one space."""
+    with open(BOOK_FILE, encoding="utf-8") as f:
+        return " ".join(line.strip() for line in f if line.strip()).lower()
+
+
+def training_text() -> str:
+    """The book's first 90%: what training windows are cut from."""
+    text = book()
+    return text[:len(text) - int(len(text) * VALIDATION_SHARE)]
+
+
+def validation_text() -> str:
+    """The book's last 10%, never trained on: what the losses and the previous-token score are measured on."""
+    text = book()
+    return text[len(text) - int(len(text) * VALIDATION_SHARE):]
+
+
+def _token(c: str) -> int:
+    low = c.lower()
+    return _IDS.get(low if len(low) == 1 else c, 0)
+
+
+def encode(text: str) -> list[int]:
+    """One token id per character: the character lowercased, or 0 (``UNKNOWN``) if the book has no such character.
+
+    >>> encode("Hi, 2 é!")
+    [18, 19, 6, 1, 0, 1, 0, 2]
+    """
+    check_type("encode", "text", text, str, "a str")
+    return [_token(c) for c in text]
+
+
+def decode(ids: Sequence[int]) -> str:
+    """The characters of token ids, ``<unk>`` for 0.
+
+    >>> decode(encode("Hi, 2!"))
+    'hi, <unk>!'
+    """
+    if not isinstance(ids, (list, tuple)):
+        raise TypeError(f"decode: ids must be a list of token ids, got {shorten(ids)}")
+    for i, t in enumerate(ids):
+        if not 0 <= check_int("decode", f"ids[{i}]", t) < len(VOCAB):
+            raise ValueError(f"decode: ids[{i}] is {quote_int(t)}; token ids are 0 to {len(VOCAB) - 1}")
+    return "".join(VOCAB[t] for t in ids)
+
+
+def labels(text: str) -> list[str]:
+    """What a picture writes for each character: itself lowercased, a space as "␣", an unknown one as ``<unk>``.
+
+    >>> labels("A b?é")
+    ['a', '␣', 'b', '?', '<unk>']
+    """
+    check_type("labels", "text", text, str, "a str")
+    return ["␣" if t == 1 else VOCAB[t] for t in (_token(c) for c in text)]
+
+
+# === Training ===
+
+
+class Settings(NamedTuple):
+    """Everything a training run depends on. The defaults train in about eight minutes of plain Python
+    (the README gives the time and how many of seeds 0-9 succeed)."""
+
+    d_model: int = 24
+    num_heads: int = 2
+    num_layers: int = 2
+    window: int = 16  # characters the model reads at once (rows of the position table)
+    batch_size: int = 8
+    lr: float = 0.01
+    steps: int = 1500
+    seed: int = 0
+
+
+def check_settings(func: str, settings: object) -> Settings:
+    """Check every field of a Settings; return it."""
+    if not isinstance(settings, Settings):
+        raise TypeError(f"{func}: settings must be a Settings, got {type(settings).__name__}")
+    for name in ("d_model", "num_heads", "num_layers", "window", "batch_size", "steps"):
+        value = check_positive_int(func, name, getattr(settings, name))
+        if value > LIMITS[name]:
+            raise ValueError(f"{func}: {name} is {quote_int(value)}; the limit is {LIMITS[name]} "
+                             "(plain Python would take too long)")
+    if settings.d_model % settings.num_heads:
+        raise ValueError(f"{func}: d_model {settings.d_model} is not divisible by num_heads {settings.num_heads}")
+    if settings.window < 8:
+        raise ValueError(f"{func}: window is {settings.window}; a window needs at least 8 characters, "
+                         "to hold a passage of 4 and its copy")
+    check_number(func, "lr", settings.lr, positive=True)
+    check_int(func, "seed", settings.seed)
+    return settings
+
+
+def init_model(settings: Settings) -> Model:
+    """Random parameters for ``settings``: N(0, 1) embeddings, N(0, 1/d_model) weights.
+
+    >>> m = init_model(Settings())
+    >>> len(m.token_embeddings), len(m.position_embeddings), len(m.layers), m.positions
+    (37, 16, 2, 'queries and keys')
+    """
+    s = check_settings("init_model", settings)
+    return random_model(s.seed, "read_text", len(VOCAB), s.d_model, s.num_heads, s.num_layers, s.window)
+
+
+class Window(NamedTuple):
+    ids: list[int]  # the window + 1 characters' token ids: the model reads ids[:-1] and predicts ids[1:]
+    first: int  # where the passage starts
+    second: int  # where its copy starts
+    length: int  # how many characters the passage has
+
+
+def make_window(rng: random.Random, ids: Sequence[int], window: int) -> Window:
+    """``window + 1`` characters of ``ids`` from a random place, with a passage copied over a later stretch.
+
+    The passage has 4 to window // 2 characters; it and its copy are at random places, the copy after it.
+
+    >>> w = make_window(random.Random(3), encode("in the beginning god created the heaven and the earth."), 12)
+    >>> decode(w.ids), w.first, w.second, w.length
+    ('g god cg god ', 0, 7, 6)
+    """
+    check_type("make_window", "rng", rng, random.Random, "a random.Random (e.g. derive_rng(seed, name))")
+    check_positive_int("make_window", "window", window)
+    if window < 8:
+        raise ValueError(f"make_window: window is {window}; it needs at least 8 characters")
+    if not isinstance(ids, (list, tuple)) or len(ids) < window + 1:
+        raise ValueError(f"make_window: ids must be a list of at least window + 1 = {window + 1} token ids, "
+                         f"got {shorten(ids)}")
+    return _window(rng, ids, window)
+
+
+def _window(rng: random.Random, ids: Sequence[int], window: int) -> Window:
+    start = rng.randrange(len(ids) - window)
+    w = list(ids[start:start + window + 1])
+    n = rng.randint(4, window // 2)
+    first = rng.randrange(0, window + 2 - 2 * n)
+    second = rng.randrange(first + n, window + 2 - n)
+    w[second:second + n] = w[first:first + n]
+    return Window(w, first, second, n)
+
+
+class History(NamedTuple):
+    """Per step, measured on that step's batch before the step."""
+
+    loss: list[float]  # mean loss per character of the batch
+
+
+def train(settings: Settings, *, progress: Optional[Callable[[int, History], None]] = None) -> tuple[Model, History]:
+    """``settings.steps`` Adam steps, each on ``batch_size`` fresh windows of the training text.
+
+    ``progress(step, history)`` is called after every step.
+    """
+    s = check_settings("train", settings)
+    check_progress("train", progress)
+    model = init_model(s)
+    check_training_work("train", s.steps, s.batch_size, 3 * forward_work(check_model("train", "model", model), s.window))
+    ids = encode(training_text())
+    rng = derive_rng(s.seed, "read_text/windows")
+    windows = [[_window(rng, ids, s.window).ids for _ in range(s.batch_size)] for _ in range(s.steps)]
+    batches = [[(w[:-1], w[1:]) for w in batch] for batch in windows]
+    history = History([])
+
+    def record(step: Step) -> None:
+        history.loss.append(step.loss)
+        if progress is not None:
+            progress(step.number, history)
+
+    trained, _ = fit(model, batches, lr=s.lr, progress=record)
+    return trained, history
+
+
+# === What the model learned ===
+
+
+def _check_trained(func: str, model: object) -> int:
+    """A model of this vocabulary; return how many characters it reads at once."""
+    sizes = check_model(func, "model", model)
+    if sizes.vocab_size != len(VOCAB):
+        raise ValueError(f"{func}: model has {sizes.vocab_size} tokens; a model of the book has {len(VOCAB)}")
+    if sizes.positions < 8:
+        raise ValueError(f"{func}: model reads {sizes.positions} characters at once; measuring needs at least 8")
+    return sizes.positions
+
+
+def held_out_windows(window: int, count: int = HELD_OUT) -> list[Window]:
+    """``count`` windows of the validation text, each with a repeated passage, the same for every run."""
+    if not 8 <= check_positive_int("held_out_windows", "window", window) <= LIMITS["window"]:
+        raise ValueError(f"held_out_windows: window is {window}; it must be 8 to {LIMITS['window']}")
+    check_count("held_out_windows", count)
+    rng = derive_rng(EVAL_SEED, "read_text/held-out windows")
+    ids = encode(validation_text())
+    return [_window(rng, ids, window) for _ in range(count)]
+
+
+class HeadScore(NamedTuple):
+    layer: int
+    head: int
+    previous_token: float  # mean attention from i to i - 1 on the validation text
+    induction: float  # mean attention from i in a repeat to i - L + 1, on repeated random characters
+
+
+def check_count(func: str, count: object) -> int:
+    return check_positive_int(func, "count", count, LIMITS["count"])
+
+
+def head_scores(model: Model, count: int = HELD_OUT) -> list[HeadScore]:
+    """Every head's previous-token score (on ``count`` windows of plain validation text) and induction score
+    (on ``count`` runs of L random characters and their repeat, L drawn from 4 to half the window, so no
+    fixed offset scores)."""
+    T = _check_trained("head_scores", model)
+    check_count("head_scores", count)
+    rng = derive_rng(EVAL_SEED, "read_text/held-out random runs")
+    runs = [[rng.randrange(1, len(VOCAB)) for _ in range(rng.randint(4, T // 2))] for _ in range(count)]
+    text = encode(validation_text())
+    starts = derive_rng(EVAL_SEED, "read_text/held-out text")
+    sums: list[list[list[float]]] = [[[] for _ in w.W_Q] for w in model.layers]
+    try:
+        induction = repeat_scores(model, [r + r for r in runs])
+        for _ in range(count):
+            start = starts.randrange(len(text) - T)
+            for layer, attention in enumerate(run(model, text[start:start + T]).layers):
+                for h, A in enumerate(attention.attention):
+                    sums[layer][h].append(math.fsum(A[i][i - 1] for i in range(1, T)) / (T - 1))
+    except OverflowError as error:
+        raise too_large("head_scores", error) from None
+    prev = [[math.fsum(s) / count for s in layer] for layer in sums]
+    return [HeadScore(s.layer, s.head, prev[s.layer][s.head], s.induction) for s in induction]
+
+
+def in_context_loss(model: Model, count: int = HELD_OUT) -> tuple[float, float]:
+    """Mean loss per character on the passages of ``count`` held-out windows: on their first copy, and on
+    their second (characters 2 onwards of each, which the first copy announces)."""
+    T = _check_trained("in_context_loss", model)
+    check_count("in_context_loss", count)
+    first, second = [], []
+    try:
+        for w in held_out_windows(T, count):
+            logits = run(model, w.ids[:-1]).logits
+            for i in range(w.length - 1):  # position p predicts ids[p + 1]
+                first.append(loss_of([logits[w.first + i]], [w.ids[w.first + i + 1]])[0])
+                if w.second + i < T:
+                    second.append(loss_of([logits[w.second + i]], [w.ids[w.second + i + 1]])[0])
+    except OverflowError as error:
+        raise too_large("in_context_loss", error) from None
+    return math.fsum(first) / len(first), math.fsum(second) / len(second)
+
+
+def validation_loss(model: Model, count: int = HELD_OUT) -> float:
+    """Mean loss per character on ``count`` windows of plain validation text (no repeats), every position."""
+    T = _check_trained("validation_loss", model)
+    check_count("validation_loss", count)
+    text = encode(validation_text())
+    rng = derive_rng(EVAL_SEED, "read_text/held-out text")
+    losses = []
+    try:
+        for _ in range(count):
+            start = rng.randrange(len(text) - T)
+            ids = text[start:start + T + 1]
+            losses.append(loss_of(run(model, ids[:-1]).logits, ids[1:])[0])
+    except OverflowError as error:
+        raise too_large("validation_loss", error) from None
+    return math.fsum(losses) / len(losses)
+
+
+def baselines() -> tuple[float, float]:
+    """The loss per character on the validation text of two models that only count, fitted on the training
+    text (add-one smoothing): unigram (each character's frequency) and bigram (given the previous one)."""
+    train_ids, valid = encode(training_text()), encode(validation_text())
+    V = len(VOCAB)
+    counts = [1] * V
+    pairs = [[1] * V for _ in range(V)]
+    for a, b in zip(train_ids, train_ids[1:]):
+        counts[b] += 1
+        pairs[a][b] += 1
+    total = sum(counts)
+    unigram = math.fsum(-math.log(counts[b] / total) for b in valid[1:]) / (len(valid) - 1)
+    rows = [sum(row) for row in pairs]
+    bigram = math.fsum(-math.log(pairs[a][b] / rows[a]) for a, b in zip(valid, valid[1:])) / (len(valid) - 1)
+    return unigram, bigram
+
+
+def generate(model: Model, prompt: str, length: int, *, temperature: float = 0.0, seed: int = 0) -> str:
+    """``prompt`` and ``length`` more characters, each the model's next: the most likely one (temperature 0),
+    or drawn from softmax(logits / temperature) with ``derive_rng(seed, "read_text/generate")``.
+
+    The model reads the last ``window`` characters it has (its position table's rows)."""
+    T = _check_trained("generate", model)
+    check_type("generate", "prompt", prompt, str, "a str")
+    if not prompt:
+        raise ValueError("generate: prompt is empty; the model needs at least one character to go on from")
+    if not 0 <= check_int("generate", "length", length) <= LIMITS["length"]:
+        raise ValueError(f"generate: length is {quote_int(length)}; it must be 0 to {LIMITS['length']}")
+    if check_number("generate", "temperature", temperature) < 0:
+        raise ValueError(f"generate: temperature is {shorten(temperature)}; it must be 0 (greedy) or more")
+    check_int("generate", "seed", seed)
+    rng = derive_rng(seed, "read_text/generate")
+    ids = encode(prompt)
+    try:
+        for _ in range(length):
+            row = run(model, ids[-T:]).logits[-1]
+            if temperature == 0:
+                ids.append(row.index(max(row)))
+            else:
+                p = softmax_of_rows([[z / temperature for z in row]])[0]
+                ids.append(rng.choices(range(len(VOCAB)), weights=p)[0])
+    except OverflowError as error:
+        raise too_large("generate", error) from None
+    return prompt + decode(ids[len(prompt):])
+
+
+# === The shipped run ===
+
+
+def run_to_json(settings: Settings, model: Model, history: History) -> str:
+    """A run as text: its settings, every parameter (in ``flatten``'s order) and each step's loss."""
+    check_settings("run_to_json", settings)
+    check_model("run_to_json", "model", model)
+    if not isinstance(history, History) or len(history.loss) != settings.steps:
+        raise ValueError(f"run_to_json: history must be the History of {settings.steps} steps that train returns, "
+                         f"got {shorten(history)}")
+    return json.dumps({"format": RUN_FORMAT, "settings": settings._asdict(), "parameters": flatten(model),
+                       "loss": history.loss})
+
+
+def run_from_json(text: str, where: str) -> tuple[Settings, Model, History]:
+    """The run ``run_to_json`` wrote; a ValueError naming ``where`` (the file, or who read it) for anything else."""
+    func = "run_from_json"
+    check_type(func, "text", text, str, "a str")
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
+            raise ValueError(f"it is not a saved run (its format is not {RUN_FORMAT!r})")
+        settings = check_settings(func, Settings(**data["settings"]))
+        like = init_model(settings)
+        params = data["parameters"]
+        if not isinstance(params, list) or len(params) != len(flatten(like)) \
+                or not all(isinstance(p, float) and math.isfinite(p) for p in params):
+            raise ValueError(f"its parameters are not the {len(flatten(like))} numbers of a model of its settings")
+        loss = data["loss"]
+        if not isinstance(loss, list) or len(loss) != settings.steps or not all(isinstance(x, float) for x in loss):
+            raise ValueError(f"its loss is not one number per step ({settings.steps})")
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:  # RecursionError: [[[[...
+        raise ValueError(f"{where} cannot be used: {str(error)[:200]}") from None
+    return settings, shaped(params, like), History(loss)
+
+
+def trained_run() -> tuple[Settings, Model, History]:
+    """The shipped run (``mha_lists/data/read_text_run.json``): its settings, its model, each step's loss."""
+    with open(RUN_FILE, encoding="utf-8") as f:
+        return run_from_json(f.read(), "trained_run: mha_lists/data/read_text_run.json")
+
+
+def trained_model() -> Model:
+    """The model of the shipped run, trained with ``Settings()`` (``python -m mha_lists.tools.read_text``)."""
+    return trained_run()[1]
+
+
+# === One text, every head ===
+
+
+class HeadJob(NamedTuple):
+    layer: int
+    head: int
+    previous_token: float  # mean attention from each character to the one before it
+    induction: Optional[float]  # mean attention from a repeated character to what followed its earlier copies
+    job: str  # "previous character", "copies what came next last time", or "" (no clear job on this text)
+
+
+def read(model: Model, text: str) -> tuple[list[str], list[list[Matrix]]]:
+    """The labels of ``text``'s characters and every head's attention (causal) when ``model`` reads them:
+    ``attention[layer][head]`` is (T, T). ``text`` has at most the model's window of characters."""
+    _check_text("read", model, text)
+    return labels(text), _attention("read", model, text)
+
+
+def _check_text(func: str, model: object, text: object) -> None:
+    T = _check_trained(func, model)
+    check_type(func, "text", text, str, "a str")
+    if not 1 <= len(text) <= T:
+        raise ValueError(f"{func}: text has {len(text):,} characters; the model reads 1 to {T}")
+
+
+def _attention(func: str, model: Model, text: str) -> list[list[Matrix]]:
+    try:
+        return [layer.attention for layer in run(model, encode(text)).layers]
+    except OverflowError as error:
+        raise too_large(func, error) from None
+
+
+def head_jobs(model: Model, text: str) -> list[HeadJob]:
+    """What each head does on ``text``, measured on its attention there: the previous-token share, and, at
+    the characters seen before, the share on the characters that followed their earlier copies."""
+    _check_text("head_jobs", model, text)
+    attention = _attention("head_jobs", model, text)
+    ids = encode(text)
+    repeats = [(i, [j + 1 for j in range(i - 1) if ids[j] == ids[i]]) for i in range(len(ids))]
+    repeats = [(i, after) for i, after in repeats if after]
+    jobs = []
+    for layer, heads in enumerate(attention):
+        for h, A in enumerate(heads):
+            prev = math.fsum(A[i][i - 1] for i in range(1, len(A))) / (len(A) - 1) if len(A) > 1 else 0.0
+            ind = math.fsum(math.fsum(A[i][k] for k in after) for i, after in repeats) / len(repeats) \
+                if repeats else None
+            job = ("previous character" if prev >= 0.5 else
+                   "copies what came next last time" if ind is not None and ind >= 0.3 and layer > 0 else "")
+            jobs.append(HeadJob(layer, h, prev, ind, job))
+    return jobs

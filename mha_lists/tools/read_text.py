@@ -1,0 +1,128 @@
+"""``python -m mha_lists.tools.read_text``: train two attention layers on a book, then read their heads' jobs.
+
+Trains ``mha_lists.teaching.reading`` from random parameters on windows of
+Genesis (King James Bible) in which a passage repeats, one character per token,
+then prints what the heads do, found twice:
+
+    layer L head H: previous-token X.XX, induction Y.YY      (by their attention)
+    in-context: loss on first copy A.AA, second copy B.BB
+    validation loss per character V.VV (unigram U.UU, bigram B.BB)
+    K-composition L0Hg -> L1Hh: S.SS                          (by their weights)
+
+and a last line saying whether the run succeeded: a layer-0 head with
+previous-token score >= 0.5, a layer-1 head with induction score >= 0.3, the
+second copy of a passage at most 0.85x the first copy's loss, and the top
+K-composition pair being those two heads. While it trains, one line on stderr,
+rewritten in place, shows the step, the loss, characters per second and the
+time left (``--quiet`` turns it off).
+
+``--save FILE`` writes the run (settings, every parameter, each step's loss) as
+JSON; ``--check FILE`` trains again with that file's settings and says whether
+the result is the same, bit for bit (exit 1 if not). The shipped run is
+``mha_lists/data/read_text_run.json``; notebook 07b and ``running_example(trained=True)``
+load it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Optional, TextIO
+
+from ..core.checks import shorten
+from ..teaching.circuits import k_composition
+from ..teaching.model import Model
+from ..teaching.reading import (HELD_OUT, LIMITS, History, Settings, baselines, check_settings, head_scores, in_context_loss,
+                                run_from_json, run_to_json, train, validation_loss)
+from .induction import (check_file_arguments, file_name, line_printer, read_file, read_saved, run_parser,
+                        same_as_saved, write_saved)
+
+__all__ = []
+
+PREVIOUS_TOKEN = 0.5  # the success rule: a layer-0 head at least this previous-token score ...
+INDUCTION = 0.3  # ... a later head at least this induction score ...
+IN_CONTEXT = 0.85  # ... the second copy's loss at most this times the first copy's ...
+# ... and the top K-composition pair is those two heads.
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return run_parser("python -m mha_lists.tools.read_text",
+                      "Train two attention layers on Genesis, a character at a time; print what each head does.",
+                      Settings(), LIMITS["steps"])
+
+
+def report_lines(model: Model) -> list[str]:
+    """What the heads do, by attention and by weights, the losses, and whether the run succeeded."""
+    scores = head_scores(model, HELD_OUT)
+    lines = [f"layer {s.layer} head {s.head}: previous-token {s.previous_token:.2f}, induction {s.induction:.2f}"
+             for s in scores]
+    first, second = in_context_loss(model, HELD_OUT)
+    lines.append(f"in-context: loss on first copy {first:.2f}, second copy {second:.2f}")
+    unigram, bigram = baselines()
+    lines.append(f"validation loss per character {validation_loss(model, HELD_OUT):.2f} "
+                 f"(unigram {unigram:.2f}, bigram {bigram:.2f})")
+    pairs = k_composition(model)
+    lines += [f"K-composition L{c.earlier[0]}H{c.earlier[1]} -> L{c.later[0]}H{c.later[1]}: {c.score:.2f}"
+              for c in pairs]
+    prev = max((s for s in scores if s.layer == 0), key=lambda s: s.previous_token)
+    ind = max((s for s in scores if s.layer > 0), key=lambda s: s.induction)
+    top = max(pairs, key=lambda c: c.score)
+    same = top.earlier == (prev.layer, prev.head) and top.later == (ind.layer, ind.head)
+    ok = (prev.previous_token >= PREVIOUS_TOKEN and ind.induction >= INDUCTION and second <= IN_CONTEXT * first
+          and same)
+    lines.append(f"previous-token head L{prev.layer}H{prev.head}, induction head L{ind.layer}H{ind.head}, "
+                 f"top K-composition pair L{top.earlier[0]}H{top.earlier[1]} -> L{top.later[0]}H{top.later[1]}")
+    lines.append(f"succeeded: {ok} (previous-token >= {PREVIOUS_TOKEN}, induction >= {INDUCTION}, second copy "
+                 f"<= {IN_CONTEXT} x first: {second / first:.2f}, top K-composition pair = those heads: {same})")
+    return lines
+
+
+def progress_printer(stream: TextIO, settings: Settings, clock=time.monotonic):
+    """A ``progress`` function for ``train`` that rewrites one line on ``stream``: the step, the batch's loss,
+    characters read per second and the time left at that pace (only this line looks at the clock)."""
+    check_settings("progress_printer", settings)
+    if not callable(clock):
+        raise TypeError(f"progress_printer: clock must be a function giving seconds, got {shorten(clock)}")
+    start = clock()
+
+    def line(step: int, history: History) -> str:
+        elapsed = max(clock() - start, 1e-9)
+        left = round(elapsed / step * (settings.steps - step))
+        return (f"step {step}/{settings.steps}  loss {history.loss[-1]:.3f}  "
+                f"{step * settings.batch_size * settings.window / elapsed:,.0f} characters/s  "
+                f"time left {left // 60}:{left % 60:02d}")
+    return line_printer("progress_printer", stream, settings.steps, line)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"main: argv must be a list of str (the command's arguments) or None, got {shorten(argv)}")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_file_arguments(parser, args)
+    settings = Settings(seed=args.seed, steps=args.steps)
+    saved = read_saved(parser, args.check, lambda path: run_from_json(
+        read_file(parser.prog, path, "a saved run"), file_name(path))) if args.check else None
+    if isinstance(saved, int):
+        return saved
+    if saved:
+        settings = saved[0]
+    start = time.monotonic()
+    progress = None if args.quiet else progress_printer(sys.stderr, settings)
+    model, history = train(settings, progress=progress)
+    if not args.quiet:
+        seconds = round(time.monotonic() - start)
+        print(f"trained in {seconds // 60}:{seconds % 60:02d}", file=sys.stderr)
+    print(f"trained {settings.steps:,} steps, seed {settings.seed}: loss per character "
+          f"{history.loss[0]:.2f} -> {history.loss[-1]:.2f}")
+    text = run_to_json(settings, model, history)
+    if args.save and write_saved(parser, args.save, text):
+        return 2
+    for line in report_lines(model):
+        print(line)
+    return same_as_saved(args.check, text, run_to_json(*saved)) if saved else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

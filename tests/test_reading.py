@@ -1,0 +1,297 @@
+"""The model that read a book (mha_lists/teaching/reading.py) and the circuits read from its weights
+(mha_lists/teaching/circuits.py): hand-built models whose answers are known, independent computations,
+and the shipped run itself."""
+
+import collections
+import math
+import random
+
+import pytest
+
+from mha_lists import MHAWeights, ShapeError
+from mha_lists.teaching import circuits, reading
+from mha_lists.teaching.model import Model, flatten, run
+
+V = len(reading.VOCAB)
+
+
+def zeros(rows, cols):
+    return [[0.0] * cols for _ in range(rows)]
+
+
+def eye(n, scale=1.0):
+    return [[scale if i == j else 0.0 for j in range(n)] for i in range(n)]
+
+
+def previous_token_model(T=8, strength=20.0):
+    """One layer, one head of width T: positions are one-hot, W_Q = I, W_K shifts e_j to e_{j+1}, so
+    query i scores key i - 1 at strength / sqrt(T) and every other key 0. Tokens are 0: the head sees
+    positions only."""
+    shift = [[strength if j == i + 1 else 0.0 for j in range(T)] for i in range(T)]
+    layer = MHAWeights([eye(T)], [shift], [eye(T)], eye(T))
+    return Model(zeros(V, T), eye(T), [layer], zeros(T, V), positions="queries and keys")
+
+
+def uniform_model(T=8, layers=2):
+    """Every query 0: each position attends to every key it sees equally; W_U = 0: every logit 0."""
+    layer = MHAWeights([zeros(T, T)], [eye(T)], [eye(T)], eye(T))
+    return Model([[random.Random(t).gauss(0, 1) for _ in range(T)] for t in range(V)], eye(T), [layer] * layers,
+                 zeros(T, V), positions="queries and keys")
+
+
+# === Characters ===
+
+
+def test_the_characters_are_every_character_of_the_lowercased_book():
+    assert set(reading.book()) == set(reading.CHARACTERS)
+    assert len(reading.CHARACTERS) == len(set(reading.CHARACTERS)) == V - 1
+    assert reading.VOCAB[0] == reading.UNKNOWN
+
+
+def test_any_text_is_read_one_token_per_character():
+    rng = random.Random(5)
+    for _ in range(200):
+        text = "".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(128, 0x2FFFF)])) for _ in range(30))
+        ids = reading.encode(text)
+        assert len(ids) == len(text) == len(reading.labels(text))
+        assert all(0 <= t < V for t in ids)
+    assert reading.encode("Let THERE be") == reading.encode("let there be")
+    assert reading.decode(reading.encode("in the beginning, god.")) == "in the beginning, god."
+    assert reading.encode("é4🙂İ") == [0, 0, 0, 0]  # İ lowercases to two characters: unknown too
+    assert reading.labels("a b") == ["a", "␣", "b"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: reading.encode(b"abc"), "encode: text must be a str"),
+    (lambda: reading.decode([1, 37]), "decode: ids[1] is 37; token ids are 0 to 36"),
+    (lambda: reading.decode("ab"), "decode: ids must be a list of token ids"),
+    (lambda: reading.labels(None), "labels: text must be a str"),
+])
+def test_bad_text_is_named(call, message):
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    assert str(info.value).startswith(message)
+
+
+def test_training_and_validation_text_split_the_book():
+    text, train, valid = reading.book(), reading.training_text(), reading.validation_text()
+    assert train + valid == text
+    assert len(valid) == int(len(text) * reading.VALIDATION_SHARE)
+
+
+# === Windows ===
+
+
+def test_every_window_repeats_a_passage_at_a_random_place():
+    ids = reading.encode(reading.training_text())
+    rng = random.Random(0)
+    offsets = set()
+    for _ in range(500):
+        w = reading.make_window(rng, ids, 24)
+        assert len(w.ids) == 25
+        assert 4 <= w.length <= 12
+        assert w.first + w.length <= w.second and w.second + w.length <= 25
+        assert w.ids[w.second:w.second + w.length] == w.ids[w.first:w.first + w.length]
+        offsets.add(w.second - w.first)
+    assert len(offsets) > 10  # no fixed offset: copying by position does not pay
+
+
+def test_make_window_checks_its_arguments():
+    with pytest.raises(TypeError, match="make_window: rng must be a random.Random"):
+        reading.make_window(1, [1] * 30, 24)
+    with pytest.raises(ValueError, match="make_window: ids must be a list of at least window"):
+        reading.make_window(random.Random(0), [1] * 10, 24)
+    with pytest.raises(ValueError, match="make_window: window is 7"):
+        reading.make_window(random.Random(0), [1] * 30, 7)
+
+
+# === Training ===
+
+
+def test_training_gives_the_same_bits_twice_and_lowers_the_loss():
+    s = reading.Settings(d_model=8, num_heads=2, window=8, batch_size=2, steps=12, seed=3)
+    a, history = reading.train(s)
+    b, again = reading.train(s)
+    assert flatten(a) == flatten(b) and history == again
+    assert len(history.loss) == 12 and history.loss[-1] < history.loss[0]
+    assert flatten(a) != flatten(reading.init_model(s))
+    other, _ = reading.train(s._replace(seed=4))
+    assert flatten(other) != flatten(a)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(d_model=10, num_heads=3), "train: d_model 10 is not divisible by num_heads 3"),
+    (dict(window=7), "train: window is 7; a window needs at least 8 characters"),
+    (dict(steps=10_001), "train: steps is 10001; the limit is 10000"),
+    (dict(lr=0.0), "train: lr"),
+    (dict(seed=1.5), "train: seed"),
+])
+def test_bad_settings_are_named(change, message):
+    with pytest.raises((TypeError, ValueError)) as info:
+        reading.train(reading.Settings()._replace(**change))
+    assert str(info.value).startswith(message)
+
+
+def test_a_saved_run_reads_back_bit_for_bit_and_a_broken_one_is_named():
+    s = reading.Settings(d_model=8, num_heads=2, window=8, batch_size=1, steps=2)
+    model, history = reading.train(s)
+    text = reading.run_to_json(s, model, history)
+    settings, back, history_back = reading.run_from_json(text, "f: run.json")
+    assert (settings, flatten(back), history_back) == (s, flatten(model), history)
+    for broken, why in [(text.replace(reading.RUN_FORMAT, "x"), "it is not a saved run"),
+                        (text.replace('"steps": 2', '"steps": 3'), "its loss is not one number per step (3)"),
+                        ("[]", "it is not a saved run"), ("{", "Expecting")]:
+        with pytest.raises(ValueError) as info:
+            reading.run_from_json(broken, "f: run.json")
+        assert str(info.value).startswith("f: run.json cannot be used: ") and why in str(info.value)
+
+
+# === What a model does, measured ===
+
+
+def test_a_previous_token_head_is_found_by_its_attention():
+    model = previous_token_model()
+    (score,) = reading.head_scores(model, 12)
+    weight = math.exp(20 / math.sqrt(8))  # the score of key i - 1; every other key scores 0
+    expected = math.fsum(weight / (weight + i) for i in range(1, 8)) / 7  # query i sees i + 1 keys
+    assert score.previous_token == pytest.approx(expected, rel=1e-12)
+    assert score.previous_token > 0.99
+    (job,) = reading.head_jobs(model, "abcabcab")
+    assert job.job == "previous character" and job.previous_token == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_head_that_attends_evenly_scores_what_counting_says():
+    model = uniform_model()
+    jobs = reading.head_jobs(model, "abab")  # characters 2 and 3 repeat; 'b' at 3 follows 'a' at 0: key 1
+    prev = (1 / 2 + 1 / 3 + 1 / 4) / 3
+    # position 2 ('a', seen at 0): key 1 gets 1/3; position 3 ('b', seen at 1): key 2 gets 1/4
+    induction = (1 / 3 + 1 / 4) / 2
+    for job in jobs:
+        assert job.previous_token == pytest.approx(prev, rel=1e-12)
+        assert job.induction == pytest.approx(induction, rel=1e-12)
+        assert job.job == ""
+    assert reading.head_jobs(model, "abc")[0].induction is None  # nothing repeats
+    first, second = reading.in_context_loss(model, 12)
+    assert first == second == pytest.approx(math.log(V), rel=1e-12)  # every logit 0: each character 1/37
+    assert reading.validation_loss(model, 12) == pytest.approx(math.log(V), rel=1e-12)
+
+
+def test_the_baselines_are_counts_of_the_training_text():
+    train, valid = reading.encode(reading.training_text()), reading.encode(reading.validation_text())
+    counts = collections.Counter(train[1:])
+    total = len(train) - 1 + V
+    unigram = sum(-math.log((counts[b] + 1) / total) for b in valid[1:]) / (len(valid) - 1)
+    pairs = collections.Counter(zip(train, train[1:]))
+    firsts = collections.Counter(train[:-1])
+    bigram = sum(-math.log((pairs[a, b] + 1) / (firsts[a] + V)) for a, b in zip(valid, valid[1:])) / (len(valid) - 1)
+    u, b = reading.baselines()
+    assert u == pytest.approx(unigram, rel=1e-12) and b == pytest.approx(bigram, rel=1e-12)
+    assert b < u < math.log(V)
+
+
+def test_generate_writes_what_the_logits_say():
+    e = reading.encode("e")[0]
+    model = previous_token_model()._replace(b_U=[3.0 if t == e else 0.0 for t in range(V)])  # every logit 0 but e's
+    assert reading.generate(model, "ab", 0) == "ab"
+    assert reading.generate(model, "ab", 5) == "abeeeee"
+    sampled = reading.generate(model, "ab", 20, temperature=1.0, seed=1)
+    assert sampled == reading.generate(model, "ab", 20, temperature=1.0, seed=1)
+    assert sampled != reading.generate(model, "ab", 20, temperature=1.0, seed=2)
+    assert 0.2 < sampled.count("e") / 20 < 0.8  # e has e^3 / (e^3 + 36) = 0.36 of the weight
+    for call, message in [(lambda: reading.generate(model, "", 3), "generate: prompt is empty"),
+                          (lambda: reading.generate(model, "a", -1), "generate: length is -1"),
+                          (lambda: reading.generate(model, "a", 3, temperature=-1), "generate: temperature is -1"),
+                          (lambda: reading.generate(model._replace(W_U=zeros(8, 5)), "a", 3), "generate: model.W_U")]:
+        with pytest.raises((TypeError, ValueError, ShapeError)) as info:
+            call()
+        assert str(info.value).startswith(message)
+
+
+def test_read_gives_every_heads_attention_on_the_text():
+    model = uniform_model(layers=2)
+    labels, attention = reading.read(model, "a b")
+    assert labels == ["a", "␣", "b"]
+    assert attention == [layer.attention for layer in run(model, reading.encode("a b")).layers]
+    with pytest.raises(ValueError, match="read: text has 9 characters; the model reads 1 to 8"):
+        reading.read(model, "abcdefghi")
+    for measure in (reading.head_scores, reading.in_context_loss, reading.validation_loss):
+        with pytest.raises(ValueError, match=f"{measure.__name__}: count is 2001; it is at most 2,000 here"):
+            measure(model, 2001)
+
+
+# === Circuits ===
+
+
+def test_qk_and_ov_circuits_and_positional_scores_against_loops():
+    rng = random.Random(2)
+    d, d_k, h = 6, 3, 2
+    m = lambda r, c: [[rng.gauss(0, 1) for _ in range(c)] for _ in range(r)]
+    w = MHAWeights([m(d, d_k) for _ in range(h)], [m(d, d_k) for _ in range(h)], [m(d, d_k) for _ in range(h)],
+                   m(h * d_k, d))
+    for head in range(h):
+        QK = circuits.qk_circuit(w, head)
+        OV = circuits.ov_circuit(w, head)
+        for a in range(d):
+            for b in range(d):
+                assert QK[a][b] == pytest.approx(sum(w.W_Q[head][a][k] * w.W_K[head][b][k] for k in range(d_k)))
+                assert OV[a][b] == pytest.approx(sum(w.W_V[head][a][k] * w.W_O[head * d_k + k][b]
+                                                     for k in range(d_k)))
+    model = Model(m(V, d), m(5, d), [w, w], m(d, V), positions="queries and keys")
+    P = model.position_embeddings
+    S = circuits.positional_scores(model, 1)
+    QK = circuits.qk_circuit(w, 1)
+    for i in range(5):
+        for j in range(5):
+            direct = sum(P[i][a] * QK[a][b] * P[j][b] for a in range(d) for b in range(d)) / math.sqrt(d_k)
+            assert S[i][j] == pytest.approx(direct, rel=1e-9, abs=1e-12)
+
+
+def test_k_composition_is_the_cosine_for_rank_one_circuits():
+    """For W_QK = a b^T and W_OV = c e^T, ||W_QK W_OV^T|| / (||W_QK|| ||W_OV||) = |b . e| / (|b| |e|)."""
+    d = 4
+    col = lambda v: [[x] for x in v]
+    a, c = [1.0, 2.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]
+    for b, e, cosine in [([1.0, 0, 0, 0], [1.0, 0, 0, 0], 1.0), ([1.0, 0, 0, 0], [0, 1.0, 0, 0], 0.0),
+                         ([1.0, 1.0, 0, 0], [1.0, 0, 0, 0], 1 / math.sqrt(2))]:
+        earlier = MHAWeights([col(a)], [col(a)], [col(c)], [e])  # W_OV = c e^T
+        later = MHAWeights([col(a)], [col(b)], [col(a)], [a])  # W_QK = a b^T
+        model = Model(zeros(V, d), zeros(3, d), [earlier, later], zeros(d, V))
+        (pair,) = circuits.k_composition(model)
+        assert pair.earlier == (0, 0) and pair.later == (1, 0)
+        assert pair.score == pytest.approx(cosine, abs=1e-15)
+
+
+def test_a_head_that_copies_gives_every_token_back():
+    I = eye(V)
+    layer = MHAWeights([I], [I], [I], I)
+    assert circuits.copies(Model(I, zeros(2, V), [layer], I), 0, 0) == list(range(V))
+    shifted = [row[1:] + row[:1] for row in I]  # W_U maps token t to t - 1
+    assert circuits.copies(Model(I, zeros(2, V), [layer], shifted), 0, 0) == [(t - 1) % V for t in range(V)]
+    with pytest.raises(ValueError, match="copies: layer is 1; the model's layers are 0 to 0"):
+        circuits.copies(Model(I, zeros(2, V), [layer], I), 1, 0)
+    with pytest.raises(ValueError, match="qk_circuit: head is 1; this layer's heads are 0 to 0"):
+        circuits.qk_circuit(layer, 1)
+
+
+# === The shipped run ===
+
+
+def test_the_shipped_run_is_a_model_of_the_book_that_learned_its_jobs():
+    settings, model, history = reading.run_from_json(reading.RUN_FILE.read_text(encoding="utf-8"), "run")
+    assert settings == reading.Settings()
+    scores = reading.head_scores(model)
+    prev = max(s.previous_token for s in scores if s.layer == 0)
+    ind = max(s.induction for s in scores if s.layer == 1)
+    first, second = reading.in_context_loss(model)
+    assert prev >= 0.5 and ind >= 0.3 and second <= 0.85 * first
+    top = max(circuits.k_composition(model), key=lambda c: c.score)
+    assert top.earlier == max((s for s in scores if s.layer == 0), key=lambda s: s.previous_token)[:2]
+    assert top.later == max((s for s in scores if s.layer == 1), key=lambda s: s.induction)[:2]
+
+
+def test_circuits_name_an_overflow_and_a_circuit_of_zeros():
+    with pytest.raises(ValueError, match="frobenius: the squares are too large"):
+        circuits.frobenius([[1e200, 1.0]])
+    zero = MHAWeights([zeros(4, 2)], [zeros(4, 2)], [zeros(4, 2)], zeros(2, 4))
+    with pytest.raises(ValueError, match="k_composition: .*every circuit must be finite and not all zeros"):
+        circuits.k_composition(Model(zeros(V, 4), zeros(3, 4), [zero, zero], zeros(4, V)))
