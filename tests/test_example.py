@@ -133,10 +133,13 @@ def test_errors_name_the_function_and_the_argument(call, error, start):
 def test_running_example_reports_under_its_own_name():
     for options in (dict(seed="x"), dict(seed=1.5), dict(embed_std=NAN), dict(embed_std=-1.0), dict(sentence=""),
                     dict(num_heads=3), dict(bias="no"), dict(init="normal", std=NAN), dict(init="normal", std=-1),
-                    dict(init="he"), dict(d_model=0), dict(num_kv_heads=3), dict(sentence=None),
+                    dict(init="he"), dict(d_model=0), dict(num_kv_heads=3),
                     dict(sentence="I " * 100_000), dict(d_model=10**9), dict(d_model="16"), dict(num_heads=10**9),
                     dict(num_heads=2.0), dict(seed=None), dict(embed_std=0), dict(embed_std="1"), dict(d_k=10**9),
-                    dict(seed=10**5000), dict(n_layer=0)):
+                    dict(seed=10**5000), dict(n_layer=0), dict(trained="yes"), dict(trained=True, sentence="x" * 25),
+                    dict(trained=True, sentence=""), dict(trained=True, sentence=5), dict(trained=True, d_model=16),
+                    dict(trained=True, num_heads=3), dict(trained=True, init="normal"), dict(trained=True, bias="no"),
+                    dict(trained=True, bias=1), dict(trained=True, seed="x")):
         refused("running_example", lambda: running_example(**options))
 
 
@@ -186,3 +189,18 @@ def test_the_example_is_not_shared_between_calls():
     again = running_example()
     assert again.x[0][0] != 99.0 and again.weights.W_Q[0][0][0] != 99.0
     assert VOCAB == ["<PAD>", "<BOS>", "<EOS>", "I", "like", "transformers"] and example.PAD_ID == 0
+
+
+# === The trained example: one token per character ===
+
+
+def test_the_vocabulary_names_every_token_as_the_tokens_write_it():
+    assert running_example().vocab == VOCAB and running_example().trained is False
+    assert running_example(sentence=None) == running_example()  # None: the default sentence of its kind
+    for sentence in ("Hi, world! 4:30?", "Café naïve, olé", "the cat 🙂 sat", "ab"):
+        ex = running_example(trained=True, sentence=sentence)
+        assert ex.trained and len(ex.tokens) == len(sentence)
+        assert [ex.vocab[t] for t in ex.ids] == ex.tokens  # a space is "␣", a character the book lacks "<unk>"
+        assert encode(ex.tokens, ex.vocab) == ex.ids
+    vocab = running_example(trained=True).vocab
+    assert vocab[:2] == ["<unk>", "␣"] and len(vocab) == len(set(vocab)) == len(running_example(trained=True).token_embeddings)

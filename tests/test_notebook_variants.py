@@ -9,6 +9,11 @@ demonstration such as ``0.1 + 0.2 == 0.3``) must print the same True/False seque
     python -m pytest -m slow tests/test_notebook_variants.py            # every notebook, every variant
     python -m pytest -m slow tests/test_notebook_variants.py -k 03_     # one notebook
     python -m pytest -m slow tests/test_notebook_variants.py -k 2-tokens  # one variant, every notebook
+    python -m pytest -m slow tests/test_notebook_variants.py -k trained   # the trained model, core notebooks
+
+The core notebooks 01-07 also run on the first layer of the model that read a book,
+``running_example(trained=True, sentence=...)``: one token per character, for sentences with
+punctuation, digits, accents, an emoji, two characters and a repeated phrase.
 
 The re-executions carry the marker ``slow``: the README's fast command leaves them out,
 ``python -m pytest -m slow`` and ``.ci/run`` run them.
@@ -23,14 +28,18 @@ import re
 import pytest
 from kernel_sockets import over_socket_files
 
+from mha_lists import running_example
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 AsyncKernelManager = pytest.importorskip("jupyter_client").AsyncKernelManager
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Notebooks 18 and 19 (induction heads) build their own model from a sequence and Settings, not
-# from running_example; their learner's edits are tested in tests/test_induction.py.
-NOTEBOOKS = [path for path in sorted((ROOT / "notebooks").glob("*.ipynb")) if not path.name.startswith(("18_", "19_"))]
+# from running_example; their learner's edits are tested in tests/test_induction.py. Notebook 07b
+# opens the trained model with a sentence of its own; its edits are tested in tests/test_reading.py.
+NOTEBOOKS = [path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+             if not path.name.startswith(("07b_", "18_", "19_"))]
 VARIANTS = {
     "seed7-4heads": {"seed": 7, "num_heads": 4},
     "another-sentence": {"sentence": "<BOS> I like transformers like I <EOS>"},
@@ -38,6 +47,16 @@ VARIANTS = {
     "2-tokens": {"sentence": "<BOS> I"},
     "16-heads-of-width-1": {"d_model": 16, "num_heads": 16},
     "d_model24-3heads": {"d_model": 24, "num_heads": 3},
+}
+# The core path, 01 to 07 (not 00, 00a, 07a): each offers the trained example in its "Try this".
+CORE = [path for path in NOTEBOOKS if re.match(r"0[1-7]_", path.name)]
+# At most 16 characters, the trained model's position table; "4", "é", "ï" and "🙂" are <unk> to it.
+TRAINED_VARIANTS = {
+    "trained-punctuation-digits": {"trained": True, "sentence": "Hi, world! 4:30?"},
+    "trained-accents": {"trained": True, "sentence": "Café naïve, olé"},
+    "trained-emoji": {"trained": True, "sentence": "the cat 🙂 sat"},
+    "trained-2-characters": {"trained": True, "sentence": "ab"},
+    "trained-repeated-phrase": {"trained": True, "sentence": "the cat. the cat"},
 }
 BOOL = re.compile(r"\b(True|False)\b")
 
@@ -104,16 +123,35 @@ def executed(nb, path):
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_survives_a_learners_edit(path, variant):
+    check_variant(path, VARIANTS[variant])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(TRAINED_VARIANTS))
+@pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
+def test_core_notebook_runs_on_the_trained_model(path, variant):
+    check_variant(path, TRAINED_VARIANTS[variant])
+
+
+def test_the_trained_sentences_fit_the_trained_model():
+    """The core is 01 to 07; each trained sentence builds its example, one token per character."""
+    assert [path.name[:3] for path in CORE] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_"]
+    for settings in TRAINED_VARIANTS.values():
+        assert len(running_example(**settings).tokens) == len(settings["sentence"])
+
+
+def check_variant(path, settings):
+    """Run the notebook with its example built from settings: no cell raises, no check turns False."""
     stored = nbformat.read(path, as_version=4)
     if builds_the_paper_example(stored):
         pytest.skip("the hand-chosen example has no settings; its edits are tested with the paper example")
     nb = copy.deepcopy(stored)
     index = settings_cell(nb)
-    nb.cells[index].source = with_settings(nb.cells[index].source, VARIANTS[variant])
+    nb.cells[index].source = with_settings(nb.cells[index].source, settings)
     try:
         nb = executed(nb, path)
     except nbclient.exceptions.CellExecutionError as error:
-        pytest.fail(f"{path.name} with {VARIANTS[variant]}: a cell raised:\n{str(error)[-1500:]}")
+        pytest.fail(f"{path.name} with {settings}: a cell raised:\n{str(error)[-1500:]}")
     flipped = []
     for number, (before, after) in enumerate(zip(stored.cells, nb.cells)):
         if before.cell_type != "code":
@@ -121,4 +159,4 @@ def test_notebook_survives_a_learners_edit(path, variant):
         old, new = BOOL.findall(cell_texts(before)), BOOL.findall(cell_texts(after))
         if ("False" not in old and "False" in new) or ("False" in old and old != new):
             flipped.append(f"cell {number}: {before.source[:120]!r}\n    now prints: {cell_texts(after)[:300]!r}")
-    assert not flipped, f"{path.name} with {VARIANTS[variant]}: checks changed:\n" + "\n".join(flipped)
+    assert not flipped, f"{path.name} with {settings}: checks changed:\n" + "\n".join(flipped)

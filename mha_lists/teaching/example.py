@@ -4,12 +4,17 @@ Vocabulary ``<PAD> <BOS> <EOS> I like transformers``, the sentence
 ``<BOS> I like transformers <EOS>``, d_model 16, 2 heads (d_k = d_v = 8),
 seed 42. ``running_example()`` rebuilds all of it in one call, from generators
 of its own, so no notebook depends on another having run.
+
+``running_example(trained=True, sentence="any text")`` is the same example on the
+first layer of a model trained on a book (``teaching/reading.py``): one token per
+character, the trained token and position tables, the trained W_Q, W_K, W_V, W_O of
+layer 0, whose heads have jobs (a previous-token head, ...).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 from ..core.attention import MHAWeights
 from ..core.checks import check_type, ShapeError, all_finite, check_int, check_matrix, check_positive_int, \
@@ -30,6 +35,7 @@ EMBED_STD = 0.5  # small enough that the first softmax is not saturated; try 1.0
 MAX_TOKENS = 512  # longest sentence running_example takes: its attention is (tokens x tokens) per head
 # The settings running_example passes on to init_mha_weights.
 WEIGHT_OPTIONS = ("bias", "d_k", "d_v", "num_kv_heads", "init", "std", "n_layer")
+TRAINED_SENTENCE = "in the beginning"  # the trained example's default: one token per character (16, the window)
 
 
 def check_sentence(func: str, sentence: object) -> list[str]:
@@ -135,6 +141,25 @@ class Example(NamedTuple):
         return self.settings["seed"]
 
     @property
+    def trained(self) -> bool:
+        """True: the trained model's first layer, one token per character; False: seeded random weights."""
+        return self.settings["trained"]
+
+    @property
+    def vocab(self) -> list[str]:
+        """What each token id stands for, written as ``ex.tokens`` writes it: VOCAB, or the trained model's
+        characters (``reading.VOCAB``, with a space as "␣", as ``reading.labels`` shows it).
+
+        >>> ex = running_example(trained=True, sentence="a b")
+        >>> ex.vocab[:3], [ex.vocab[t] for t in ex.ids] == ex.tokens
+        (['<unk>', '␣', '!'], True)
+        """
+        if self.trained:
+            from .reading import CHARACTERS, UNKNOWN, labels
+            return [UNKNOWN, *labels(CHARACTERS)]
+        return list(VOCAB)
+
+    @property
     def sentence(self) -> str:
         return self.settings["sentence"]
 
@@ -173,27 +198,38 @@ class Example(NamedTuple):
 
 def running_example(
     *,
-    sentence: str = SENTENCE,
-    d_model: int = D_MODEL,
-    num_heads: int = NUM_HEADS,
+    sentence: Optional[str] = None,
+    d_model: Optional[int] = None,
+    num_heads: Optional[int] = None,
     seed: int = SEED,
     embed_std: float = EMBED_STD,
+    trained: bool = False,
     **weight_options,
 ) -> Example:
     """Build the running example; ``weight_options`` go to ``init_mha_weights`` (bias, init, ...).
 
     ``embed_std`` is the spread of both embedding tables: larger embeddings give
-    larger scores and a more peaked softmax.
+    larger scores and a more peaked softmax. ``trained=True`` takes the first layer of the
+    model trained on a book instead (``trained_example``): any sentence, one token per character.
 
     >>> ex = running_example()
     >>> ex.tokens, len(ex.x), len(ex.x[0]), ex.num_heads, ex.d_k, ex.seed
     (['<BOS>', 'I', 'like', 'transformers', '<EOS>'], 5, 16, 2, 8, 42)
+    >>> running_example(trained=True, sentence="Hi 2").tokens
+    ['h', 'i', '␣', '<unk>']
     """
     func = "running_example"
     unknown = sorted(set(weight_options) - set(WEIGHT_OPTIONS))
     if unknown:
         raise TypeError(f"{func}: unknown setting {shorten(unknown[0])}; the settings of the weights are "
                         f"{', '.join(WEIGHT_OPTIONS)}")
+    check_type(func, "trained", trained, bool, "True or False")
+    if trained:
+        return trained_example(sentence=TRAINED_SENTENCE if sentence is None else sentence, d_model=d_model,
+                               num_heads=num_heads, seed=seed, embed_std=embed_std, **weight_options)
+    sentence = SENTENCE if sentence is None else sentence
+    d_model = D_MODEL if d_model is None else d_model
+    num_heads = NUM_HEADS if num_heads is None else num_heads
     tokens = check_sentence(func, sentence)
     check_layer_settings(func, d_model, num_heads, seed=seed, **weight_options)
     check_std(func, "embed_std", embed_std)
@@ -201,7 +237,7 @@ def running_example(
     check_weight_count(func, positions * d_model, f"{positions} positions and d_model {d_model}")
     check_known(func, tokens, VOCAB)
     settings = dict(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed,
-                    embed_std=embed_std, **weight_options)
+                    embed_std=embed_std, trained=False, **weight_options)
     weights = init_mha_weights(d_model, num_heads, seed=seed, **weight_options)
     tokens = tokenize(sentence)
     ids = encode(tokens)
@@ -211,3 +247,47 @@ def running_example(
     )
     x = embed(ids, token_table, position_table)
     return Example(tokens, ids, token_table, position_table, x, weights, settings)
+
+
+def trained_example(*, sentence: str, d_model: Optional[int], num_heads: Optional[int], seed: int, embed_std: float,
+                    **weight_options) -> Example:
+    """``running_example(trained=True, ...)``: layer 0 of the model trained on a book (``reading.trained_model``).
+
+    Every character of the sentence is a token (``reading.encode``: lowercased; one the book lacks is
+    ``<unk>``); x = E_tok[ids] + E_pos[0..T-1], what the trained layer 0's queries and keys read. (That
+    model's values read E_tok[ids] alone; here, as in every core notebook, one x feeds Q, K and V, so the
+    attention weights are the trained model's and its values also carry the positions.) The sizes come
+    from the model; ``bias=True`` adds the biases ``init_mha_weights`` draws with ``seed`` (the trained
+    model has none); ``embed_std`` is not used.
+    """
+    from .reading import encode as encode_characters, labels, trained_model
+    func = "running_example"
+    check_type(func, "sentence", sentence, str, "a str")
+    check_int(func, "seed", seed)
+    check_std(func, "embed_std", embed_std)
+    other = sorted(set(weight_options) - {"bias"})
+    if other:
+        raise ValueError(f"{func}: trained=True takes the trained model's weights as they are; {other[0]} cannot "
+                         "be set (bias=True can: it adds seeded biases)")
+    model = trained_model()
+    T, width, heads = len(model.position_embeddings), len(model.token_embeddings[0]), len(model.layers[0].W_Q)
+    for name, value, actual in (("d_model", d_model, width), ("num_heads", num_heads, heads)):
+        if value is not None and value != actual:
+            raise ValueError(f"{func}: {name} is {shorten(value)}, but the trained model has {name} {actual}; "
+                             f"leave {name} out with trained=True")
+    if not sentence:
+        raise ValueError(f"{func}: the sentence is empty; give at least one character")
+    if len(sentence) > T:
+        raise ValueError(f"{func}: the sentence has {len(sentence):,} characters; the trained model reads at most "
+                         f"{T} (its position table has {T} rows)")
+    if "bias" in weight_options:
+        check_type(func, "bias", weight_options["bias"], bool, "True or False")
+    weights = model.layers[0]
+    if weight_options.get("bias"):
+        b = init_mha_weights(width, heads, seed=seed, bias=True)
+        weights = weights._replace(b_Q=b.b_Q, b_K=b.b_K, b_V=b.b_V, b_O=b.b_O)
+    ids = encode_characters(sentence)
+    settings = dict(sentence=sentence, d_model=width, num_heads=heads, seed=seed, embed_std=embed_std, trained=True,
+                    **weight_options)
+    x = embed(ids, model.token_embeddings, model.position_embeddings)
+    return Example(labels(sentence), ids, model.token_embeddings, model.position_embeddings, x, weights, settings)
