@@ -1,5 +1,5 @@
-"""tools/site.py, ``python -m mha_lists.tools.site``: the page's settings, its pre-rendered numbers and the
-built files.
+"""tools/site.py, ``python -m mha_lists.tools.site``: the page's settings, its pre-rendered numbers, trained
+mode (the model trained on Genesis reading any text) and the built files.
 
 These need no browser: the pre-rendered page is read with html.parser. The page in a real
 browser, computing in Pyodide, is tests/test_site_browser.py.
@@ -15,22 +15,34 @@ import re
 import subprocess
 import sys
 
+from html.parser import HTMLParser
+from unittest import mock
+from urllib.parse import urlencode
+
 import pytest
 from bad_inputs import refused
 
 from mha_lists import running_example
+from mha_lists.teaching.display import format_number
+from mha_lists.teaching.example import TRAINED_SENTENCE
+from mha_lists.teaching.reading import HeadJob, head_jobs, read, trained_model
+from mha_lists.tools import site
 from mha_lists.tools.site import (
+    LOOK_FOR,
     MAX_D_MODEL,
     MAX_DIGITS,
     PYODIDE_URL,
     PYODIDE_VERSION,
+    TRAINED_FILES,
     Settings,
     build_site,
     cli_command,
+    job_text,
     module_files,
     page_update,
     parse_query,
     query_string,
+    trained_html,
     walkthrough_html,
 )
 from no_install_helpers import ROOT, cli_headings, cli_tables, page_parts
@@ -42,6 +54,7 @@ MESSAGES = {
     "long value": "{value} ({n} characters)",  # how a message quotes a long value typed
     "digits": "parse_query: {name} has {n} digits; this page takes at most 18",
     "causal": "parse_query: causal: {value} is not 1 (on) or 0 (off)",
+    "trained flag": "parse_query: trained: {value} is not 1 (on) or 0 (off)",
     "d_model": "parse_query: d_model is {value}; this page draws at most 64",
     "tokens": "parse_query: the sentence has {n} tokens; this page draws at most 16",
     "characters": "parse_query: the sentence has {n} characters; this page takes at most 384",
@@ -53,6 +66,13 @@ MESSAGES = {
     "settings digits": "{func}: {name}.{option} is {value}; this page takes at most 18 digits",
     "settings d_model": "{func}: {name}.d_model is {value}; this page draws at most 64",
     "settings fixed digits": "{func}: {name}.digits is {value}; the page always shows 4",
+    "settings trained": "{func}: {name}.{option} is {value}; the trained model has its own sizes and reads causally: "
+                        "with trained=True, leave seed, heads, d_model and causal as they are",
+    "no trained command": "cli_command: settings.trained is True; no command prints the trained model's attention "
+                          "(page_update gives the Python call that does)",
+    "job": "job_text: job must be a HeadJob (from reading.head_jobs), got {type}",
+    "trained run missing": "build_site: mha_lists/{name} (the trained model's weights) is missing; the page's trained "
+                           "mode reads it (python -m mha_lists.tools.read_text --save writes a run)",
     "root": "module_files: root must name a .py file under mha_lists/, like 'tools/site.py'; got {value}",
     "outdir": "build_site: outdir must be a folder path, got {value}",
     "pyodide_url": "build_site: pyodide_url must be a non-empty URL of the folder holding pyodide.mjs",
@@ -72,6 +92,7 @@ BAD_CALLS = {
                    dict(value="parse_query: d_model: 'xyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy ...", n="5,001")),
     "digits": (ValueError, lambda: parse_query("?seed=-" + "1" * 19), dict(name="seed", n=19)),
     "causal": (ValueError, lambda: parse_query("?causal=maybe"), dict(value="'maybe'")),
+    "trained flag": (ValueError, lambda: parse_query("?trained=2&sentence=hi"), dict(value="'2'")),
     "d_model": (ValueError, lambda: parse_query("?d_model=4096"), dict(value=4096)),
     "tokens": (ValueError, lambda: parse_query("?sentence=" + "+I" * 17), dict(n=17)),
     "characters": (ValueError, lambda: parse_query("?sentence=" + "I" * 385), dict(n=385)),
@@ -86,6 +107,11 @@ BAD_CALLS = {
                          dict(func="walkthrough_html", name="settings", value=4096)),
     "settings fixed digits": (ValueError, lambda: walkthrough_html(Settings(digits=12)),
                               dict(func="walkthrough_html", name="settings", value=12)),
+    "settings trained": (ValueError, lambda: walkthrough_html(Settings(sentence="hi", heads=4, trained=True)),
+                         dict(func="walkthrough_html", name="settings", option="heads", value=4)),
+    "no trained command": (ValueError, lambda: cli_command(Settings(sentence="hi", trained=True)), {}),
+    "job": (TypeError, lambda: job_text((0, 1, 0.9, None, "previous character"), 5), dict(type="tuple")),
+    "trained run missing": (ValueError, lambda: build_with_run_missing(), dict(name="data/nothing.json")),
     "root": (ValueError, lambda: module_files("../README.md"), dict(value="'../README.md'")),
     "outdir": (ValueError, lambda: build_site(3), dict(value=3)),
     "pyodide_url": (ValueError, lambda: build_site(pathlib.Path("unused"), " "), {}),
@@ -98,6 +124,11 @@ BAD_CALLS = {
     "cannot write": (SystemExit, ("/proc/mha-lists-site",), dict(where="/proc/mha-lists-site",
                                                                  why="No such file or directory")),
 }
+
+
+def build_with_run_missing():
+    with mock.patch.object(site, "TRAINED_FILES", ["data/nothing.json"]):
+        build_site(pathlib.Path("unused"))  # refused before anything is written
 
 
 def test_every_template_has_a_bad_call():
@@ -393,3 +424,170 @@ def test_how_to_read_it_reads_an_entry_that_is_not_masked(query):
     html_text = json.loads(page_update(query))["html"]
     for row, key, value in re.findall(r"How to read it: row (.*?), column (.*?) is ([0-9.]+),", html_text):
         assert float(value) > 0, (row, key, value)
+
+
+# === Trained mode: the model trained on Genesis reads any text ===
+
+WINDOW = len(trained_model().position_embeddings)  # the most characters it reads: its position table's rows
+
+
+class _HeadReader(HTMLParser):
+    """Each head of trained mode's HTML: (its heading, its column labels, its rows (label, cells)), as shown."""
+
+    def __init__(self):
+        super().__init__()
+        self.heads, self._text, self._row = [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "figure" and "head-map" in (dict(attrs).get("class") or "").split():
+            self.heads.append(["", [], []])
+        elif tag == "tr" and self.heads:
+            self._row = []
+        elif tag in ("h3", "th", "td") and self.heads:
+            self._text = []
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag in ("h3", "th", "td") and self._text is not None:
+            text = " ".join("".join(self._text).split())
+            self._text = None
+            if tag == "h3":
+                self.heads[-1][0] = text
+            else:
+                self._row.append(text)
+        elif tag == "tr" and self._row is not None:
+            if not self.heads[-1][1]:
+                self.heads[-1][1] = self._row[1:]  # the header: an empty corner, then the keys
+            else:
+                self.heads[-1][2].append((self._row[0], self._row[1:]))
+            self._row = None
+
+
+def heads_shown(html_text: str) -> list:
+    reader = _HeadReader()
+    reader.feed(html_text)
+    return reader.heads
+
+
+def heads_computed(text: str) -> list:
+    """What reading computes for text, as the page must show it: per head its job, keys and 2-digit rows."""
+    model = trained_model()
+    labels, attention = read(model, text)
+    matrices = [A for layer in attention for A in layer]
+    return [[job_text(job, len(text)), labels, [(label, [format_number(x, 2) for x in row])
+                                                for label, row in zip(labels, A)]]
+            for job, A in zip(head_jobs(model, text), matrices, strict=True)]
+
+
+@pytest.mark.parametrize("text", ["The cat the cat\U0001F642", "Caf\u00e9 2024!", "A", "  x  ",
+                                  "\u00c0\u00c9\u00ce\u00d5", "in the beginning god crea"[:WINDOW], "<BOS> I like",
+                                  "\U0001F44D\U0001F3FD \u0416"])
+def test_trained_mode_reads_any_text_and_draws_every_head_with_its_job(text):
+    result = json.loads(page_update("?" + urlencode({"trained": 1, "sentence": text})))
+    assert result["ok"] is True, result
+    assert result["settings"] == Settings(sentence=text, trained=True)._asdict()
+    shown = heads_shown(result["html"])
+    assert shown == heads_computed(text)  # both layers' heads, each named by its job, reading's numbers
+    assert len(shown) == 4 and [h[0].split(":")[0] for h in shown] == [
+        "layer 0 head 0", "layer 0 head 1", "layer 1 head 0", "layer 1 head 1"]
+    labels = shown[0][1]
+    assert len(labels) == len(text)  # one token per character, as typed
+    assert all(label == "<unk>" for label, c in zip(labels, text) if c.lower() not in " !'(),.:;?abcdefghijklmnopqrstuvwxyz")
+    assert all(label == "\u2423" for label, c in zip(labels, text) if c == " ")  # a space is shown as ␣
+    assert LOOK_FOR in html.unescape(result["html"])
+    assert result["command_intro"] == "Same numbers in Python:"
+    assert result["command"] == ("from mha_lists.teaching.reading import read, trained_model; "
+                                 f"read(trained_model(), {text!r})")
+    assert parse_query(result["query"]) == Settings(sentence=text, trained=True)
+
+
+def test_trained_mode_refuses_an_empty_text_and_one_longer_than_the_position_table_naming_its_limit():
+    assert WINDOW == 16  # the shipped run's; the messages below take it from the model, not from this number
+    longest = "x" * WINDOW
+    assert json.loads(page_update("?trained=1&sentence=" + longest))["ok"] is True
+    for n in (WINDOW + 1, 5000):  # past the page's 384 characters of random mode too: the model's limit is named
+        error = json.loads(page_update("?trained=1&sentence=" + "x" * n))["error"]
+        assert error == (f"running_example: the sentence has {n:,} characters; the trained model reads at most "
+                         f"{WINDOW} (its position table has {WINDOW} rows)")
+    with mock.patch.object(site, "trained_model", lambda: trained_model()._replace(
+            position_embeddings=trained_model().position_embeddings[:10])):
+        with mock.patch("mha_lists.teaching.reading.trained_model", site.trained_model):
+            error = json.loads(page_update("?trained=1&sentence=" + "x" * 11))["error"]
+    assert error.endswith("reads at most 10 (its position table has 10 rows)")  # a smaller table, a smaller limit
+    assert json.loads(page_update("?trained=1&sentence=")) == {
+        "ok": False, "error": "running_example: the sentence is empty; give at least one character"}
+
+
+def test_trained_query_strings():
+    assert parse_query("?trained=1") == Settings(sentence=TRAINED_SENTENCE, trained=True)
+    # seed, heads, d_model and causal do not apply: ignored, even where random mode would refuse them
+    assert parse_query("?trained=on&heads=3&d_model=4096&seed=x&sentence=Hi") == Settings(sentence="Hi", trained=True)
+    assert parse_query("?trained=0&seed=7") == Settings(seed=7)
+    for settings in (Settings(sentence=" a\u00e9\U0001F642 ", trained=True), Settings(sentence="x" * 500, trained=True)):
+        assert parse_query(query_string(settings)) == settings  # as typed: the spaces are characters
+    assert "trained" not in query_string(Settings(seed=3))  # random mode's links are as they were
+
+
+def test_a_job_is_named_with_the_shares_that_show_it():
+    assert job_text(HeadJob(0, 1, 0.9312, 0.1, "previous character"), 17) == (
+        "layer 0 head 1: previous character (0.93 of each character's weight, on average, on the one before it; "
+        "0.10 of a repeated character's weight, on average, on what followed its earlier copies)")
+    assert job_text(HeadJob(1, 0, 0.05, 0.714, "copies what came next last time"), 17) == (
+        "layer 1 head 0: copies what came next last time (0.71 of a repeated character's weight, on average, on what "
+        "followed its earlier copies; 0.05 of each character's weight, on average, on the one before it)")
+    assert job_text(HeadJob(1, 1, 0.2, None, ""), 6) == (
+        "layer 1 head 1: no clear job on this text (0.20 of each character's weight, on average, on the one before "
+        "it; no character repeats)")
+    assert job_text(HeadJob(0, 0, 0.0, None, ""), 1) == (
+        "layer 0 head 0: no clear job on this text (a single character: none before it; no character repeats)")
+
+
+def test_trained_html_checks_its_text():
+    refused("trained_html", lambda: trained_html(None), TypeError)
+    assert trained_html("hi") == walkthrough_html(Settings(sentence="hi", trained=True))
+
+
+def test_the_built_page_carries_the_shipped_run_and_computes_trained_mode_on_its_own(tmp_path):
+    out = tmp_path / "out"
+    written = build_site(out, "pyodide/")
+    assert TRAINED_FILES == ["data/read_text_run.json"]
+    assert out / "mha_lists" / "data" / "read_text_run.json" in written
+    run = "mha_lists/data/read_text_run.json"
+    assert (out / run).read_bytes() == (ROOT / run).read_bytes()
+    assert not (out / "mha_lists/data/genesis.txt").exists()  # reading a text needs the weights, not the book
+    page = (out / "index.html").read_text(encoding="utf-8")
+    config = json.loads(re.search(r'<script id="mha-config" type="application/json">(.*?)</script>', page).group(1))
+    model = trained_model()
+    assert config["trained"] == {"files": TRAINED_FILES, "sentence": TRAINED_SENTENCE, "window": WINDOW,
+                                 "d_model": len(model.token_embeddings[0]), "layers": len(model.layers),
+                                 "heads": len(model.layers[0].W_Q)}
+    assert config["defaults"]["trained"] is False
+    assert f"any text of 1 to {WINDOW} characters" in " ".join(page.split())
+    assert 'name="trained" value="1" disabled> trained on Genesis' in page  # the switch, on once Python is ready
+    # Only what the page wrote, no site-packages (-S): the module files and the run compute trained mode.
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import mha_lists.tools.site as site; "
+            "print(site.__file__); print(site.page_update('?trained=1&sentence=Hi+hi'))")
+    result = subprocess.run([sys.executable, "-S", "-c", code, str(out)], cwd=tmp_path, capture_output=True,
+                            text=True, encoding="utf-8", timeout=120)
+    assert result.returncode == 0, result.stderr
+    where, answer = result.stdout.splitlines()
+    assert where == str(out / "mha_lists" / "tools" / "site.py")
+    assert json.loads(answer) == json.loads(page_update("?trained=1&sentence=Hi+hi"))
+    (out / "mha_lists/data/read_text_run.json").unlink()  # without the run, trained mode says so (no traceback)
+    result = subprocess.run([sys.executable, "-S", "-c", code, str(out)], cwd=tmp_path, capture_output=True,
+                            text=True, encoding="utf-8", timeout=120)
+    error = json.loads(result.stdout.splitlines()[1])["error"]
+    assert result.returncode == 0 and "No such file or directory" in error and "read_text_run.json" in error
+
+
+def test_every_trained_try_link_of_the_page_is_read_by_the_shipped_model():
+    """The page's example links in trained mode fit the model's position table (16 rows today)."""
+    page = (site.SITE_FILES / "index.html").read_text(encoding="utf-8")
+    links = [html.unescape(href) for href in re.findall(r'href="(\?trained=1[^"]*)"', page)]
+    assert len(links) >= 4
+    for link in links:
+        result = json.loads(page_update(link))
+        assert result["ok"] is True, (link, result)

@@ -5,7 +5,10 @@ In headless Chromium, every host but 127.0.0.1 unreachable: the numbers are the 
 changes; example links change only what they name; a bad field is quoted as typed and a
 5,000-digit seed gets its limit without widening the page; the word buttons and the heatmap's
 reading work with the keyboard (no hover title); progress shows while Python loads; and only
-the module files the page imports are fetched. Screenshots go to build/screenshots/.
+the module files the page imports are fetched. In trained mode, any text (a capital, an emoji) shows
+the trained model's 4 heads with CPython's numbers and each head's job, a text too long gets the
+model's limit, the shipped run is fetched once from the page's folder, and at 390 px each heatmap
+fits or scrolls in its box with a cue. Screenshots go to build/screenshots/.
 
 What these need, and where they get it (CI installs all of it, see .ci/run):
   - node, and `npm ci` at the repository root (the `pyodide` npm package, served locally);
@@ -26,8 +29,10 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 
-from mha_lists.teaching.example import VOCAB
-from mha_lists.tools.site import MAX_DIGITS, build_site, module_files, page_update
+from mha_lists.teaching.display import format_number
+from mha_lists.teaching.example import TRAINED_SENTENCE, VOCAB
+from mha_lists.teaching.reading import head_jobs, read, trained_model
+from mha_lists.tools.site import MAX_DIGITS, Settings, build_site, job_text, module_files, page_update, parse_query
 from no_install_helpers import (PYODIDE_DIR, ROOT, chromium, cli_headings, cli_tables, need_node_and_pyodide,
                                 run_in_pyodide, serve)
 
@@ -367,5 +372,160 @@ def test_progress_is_shown_while_python_loads_and_only_the_pages_modules_are_fet
     fetched = sorted(urlsplit(url).path.split("/mha_lists/", 1)[1] for url in browser_context.requests[first:]
                      if "/mha_lists/" in urlsplit(url).path)
     assert fetched == files and "tools/bench.py" not in fetched and "teaching/training.py" not in fetched
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+# === Trained mode: the model trained on Genesis reads any text ===
+
+REPEAT = "The cat the cat\U0001F642"  # a phrase twice, a capital, and an emoji the book lacks (<unk>)
+
+READ_HEADS = """() => [...document.querySelectorAll("#walkthrough figure.head-map")].map((figure) => {
+  const text = (element) => element.textContent.split(/\\s+/).filter(Boolean).join(" ");
+  const [header, ...rows] = figure.querySelectorAll("tr");
+  return [text(figure.querySelector("h3")), [...header.querySelectorAll("th")].slice(1).map(text),
+          rows.map((tr) => [text(tr.querySelector("th")), [...tr.querySelectorAll("td")].map(text)])];
+})"""
+
+
+def trained_expected(sentence: str) -> list:
+    """What CPython computes for the trained model reading sentence, as the page must show it: per head
+    (layer 0 first) its heading, its column labels and its rows of 2-digit weights."""
+    model = trained_model()
+    labels, attention = read(model, sentence)
+    jobs = head_jobs(model, sentence)
+    matrices = [A for layer in attention for A in layer]
+    assert len(jobs) == len(matrices) == 4  # 2 layers of 2 heads
+    return [[job_text(job, len(labels)), labels,
+             [[label, [format_number(x, 2) for x in row]] for label, row in zip(labels, A)]]
+            for job, A in zip(jobs, matrices)]
+
+
+def trained_shown(page, sentence: str) -> None:
+    """Wait until the page shows the trained model reading sentence (Python has recomputed), or an error."""
+    page.wait_for_function("""(sentence) => ['error', 'failed'].includes(document.body.dataset.state)
+        || document.body.dataset.state === 'computed' && document.body.dataset.mode === 'trained'
+        && [...document.querySelectorAll('#walkthrough .summary li')].some((li) => li.textContent === 'text: ' + sentence)""",
+                           arg=sentence, timeout=60_000)
+    assert page.evaluate("document.body.dataset.state") == "computed", page.inner_text("#error")
+
+
+def data_requests(context, first: int) -> list[str]:
+    return [urlsplit(url).path for url in context.requests[first:] if "/mha_lists/data/" in url]
+
+
+def test_trained_mode_shows_every_trained_head_of_any_text_offline(site_url, browser_context):
+    first = len(browser_context.requests)
+    page = open_page(browser_context, site_url)
+    assert page.is_hidden("#trained-note") and page.is_enabled("#seed")
+    page.check("input[name='trained'][value='1']")  # the switch: random weights -> trained on Genesis
+    trained_shown(page, TRAINED_SENTENCE)
+    assert page.input_value("#sentence") == TRAINED_SENTENCE
+    for name in ("seed", "heads", "d_model", "causal"):  # off, and the note says why
+        assert page.is_disabled(f"#{name}"), name
+    note = page.inner_text("#trained-note")
+    model = trained_model()
+    assert page.is_visible("#trained-note") and note.startswith("Seed, heads, d_model and the causal mask are off")
+    sizes = f"d_model {len(model.token_embeddings[0])}, {len(model.layers)} layers of {len(model.layers[0].W_Q)} heads"
+    assert sizes in note  # the shipped run's own, read when the page was built
+    assert page.is_hidden(".words")  # any text is read: no vocabulary to pick from
+    hint = page.inner_text("#sentence-hint")
+    assert hint.startswith(f"any text of 1 to {len(model.position_embeddings)} characters")
+
+    set_field(page, "sentence", REPEAT)
+    trained_shown(page, REPEAT)
+    shown = page.evaluate(READ_HEADS)
+    assert shown == trained_expected(REPEAT)  # 4 heatmaps, each head named by its job, CPython's numbers
+    assert shown[0][1][-1] == "<unk>" and shown[0][1][3] == "\u2423"  # the emoji, and a space shown as ␣
+    assert [heading.split(":")[0] for heading, _, _ in shown] == [
+        "layer 0 head 0", "layer 0 head 1", "layer 1 head 0", "layer 1 head 1"]
+    assert page.inner_text(".look").startswith("What to look for: a dark stripe just below the diagonal")
+    assert page.inner_text("#status").startswith(
+        f"Computed in your browser: the model trained on Genesis (2 layers of 2 heads, d_model 24) reading {len(REPEAT)} "
+        "characters")
+    assert parse_query(urlsplit(page.url).query) == Settings(sentence=REPEAT, trained=True)  # a link to share
+    assert page.inner_text("#command-intro") == "Same numbers in Python:"
+    assert page.inner_text("#command") == json.loads(page_update("?" + urlsplit(page.url).query))["command"]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "page-trained.png"), full_page=True)
+
+    too_long = "a" * (len(model.position_embeddings) + 1)
+    set_field(page, "sentence", too_long)
+    page.wait_for_function("document.body.dataset.state === 'error'")
+    expected = json.loads(page_update("?" + urlencode({"trained": 1, "sentence": too_long})))["error"]
+    window = len(model.position_embeddings)
+    assert page.inner_text("#error") == expected == (
+        f"running_example: the sentence has {window + 1} characters; the trained model reads at most {window} "
+        f"(its position table has {window} rows)")
+    assert page.input_value("#sentence") == too_long  # the box keeps what was typed
+
+    page.go_back()
+    trained_shown(page, REPEAT)
+    page.go_back()
+    trained_shown(page, TRAINED_SENTENCE)
+    page.go_back()  # the page as it opened: random weights, every control back on
+    page.wait_for_function("document.body.dataset.mode === 'random' && document.body.dataset.state === 'computed'")
+    assert_page_shows(page, cli())
+    assert page.input_value("#sentence") == "<BOS> I like transformers <EOS>" and page.is_enabled("#seed")
+    assert page.is_visible(".words") and page.is_hidden("#trained-note")
+    page.close()
+    # The shipped run came from the page's own folder, once; the book itself is never needed.
+    assert data_requests(browser_context, first) == ["/mha_lists/data/read_text_run.json"]
+    assert_stayed_local(browser_context)
+
+
+def test_a_trained_try_link_keeps_the_mode_and_random_links_switch_back(site_url, browser_context):
+    page = open_page(browser_context, site_url + "?seed=7&heads=4")
+    page.click("a.example[href='?trained=1']")
+    trained_shown(page, TRAINED_SENTENCE)
+    assert page.is_hidden("a.example[href='?heads=8']")  # the random weights' examples are hidden
+    page.click("a.example:has-text('a phrase twice')")
+    trained_shown(page, "the cat. the cat")
+    assert page.evaluate(READ_HEADS) == trained_expected("the cat. the cat")
+    page.click("a.example[href='?trained=0']")
+    page.wait_for_function("document.body.dataset.mode === 'random' && document.body.dataset.state === 'computed'")
+    assert_page_shows(page, cli("--seed", "7", "--heads", "4"))  # the random settings were kept
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+FIT = """() => [...document.querySelectorAll("#walkthrough figure.head-map")].map((figure) => {
+  const box = figure.querySelector(".scroll"), cue = figure.querySelector(".scroll-cue");
+  const right = (element) => element.getBoundingClientRect().right;
+  return {scrolls: box.scrollWidth > box.clientWidth + 1, cue: cue.offsetParent !== null,
+          right: Math.max(right(figure), right(box), right(figure.querySelector("h3")))};
+})"""
+
+
+def test_at_phone_width_trained_mode_fits_or_scrolls_in_its_box_with_a_cue(site_url, browser_context):
+    page = open_page(browser_context, site_url + "?" + urlencode({"trained": 1, "sentence": REPEAT}),
+                     viewport=PHONE)
+    trained_shown(page, REPEAT)
+    assert page.evaluate(READ_HEADS) == trained_expected(REPEAT)
+    assert page_width(page) <= PHONE["width"]  # the page itself never scrolls sideways
+    for selector in ("fieldset.mode", "#sentence", "#trained-note", ".look", "#status", "#command-line"):
+        box = page.locator(selector).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], selector
+    boxes = page.evaluate(FIT)
+    assert len(boxes) == 4
+    for n, box in enumerate(boxes):
+        assert box["right"] <= PHONE["width"], (n, box)  # nothing runs off the screen ...
+        assert box["scrolls"] and box["cue"], (n, box)  # ... 19 columns scroll in their box, and say so
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "page-trained-390.png"), full_page=True)
+    figure = page.locator("figure.head-map").nth(2)
+    figure.scroll_into_view_if_needed()
+    scroll = figure.locator(".scroll")
+    scroll.evaluate("(box) => { box.scrollLeft = box.scrollWidth; }")
+    assert scroll.evaluate("(box) => box.scrollLeft") > 0
+    left = scroll.bounding_box()["x"]
+    labels = figure.locator("tr > th:first-child")
+    for n in range(1, labels.count()):  # every row label still in view, at the box's left edge
+        assert left - 0.5 <= labels.nth(n).bounding_box()["x"] <= left + 2, n
+    page.screenshot(path=str(SCREENSHOTS / "page-trained-390-scrolled.png"))
+
+    set_field(page, "sentence", "hi")  # 2 columns fit: no cue
+    trained_shown(page, "hi")
+    assert [(box["scrolls"], box["cue"]) for box in page.evaluate(FIT)] == [(False, False)] * 4
     page.close()
     assert_stayed_local(browser_context)

@@ -9,12 +9,20 @@ its numbers are the CLI's by construction. ``build_site`` writes:
     OUTDIR/style.css        projector-sized and printable
     OUTDIR/page.js          loads Pyodide (CPython on WebAssembly) and recomputes on every change
     OUTDIR/mha_lists/**.py  this module's source, written into Pyodide's file system and imported
+    OUTDIR/mha_lists/data/read_text_run.json   the shipped trained run, fetched only in trained mode
 
 In the browser, ``page_update(query)`` turns the query string
 (``?seed=7&heads=4&causal=1&d_model=16&sentence=...``) into the HTML of every step,
 or into the library's own error message. Pyodide comes from ``--pyodide-url``:
 by default the official CDN; point it at a local copy (the ``pyodide`` npm package)
 and the page fetches nothing from anywhere else.
+
+Trained mode (``?trained=1&sentence=...``): the model of ``teaching/reading.py``, trained on
+Genesis, reads any text of 1 to as many characters as its position table has rows (16 in the
+shipped run), one token per character, and the page draws every head of both its layers as an attention heatmap
+(``display.attention_heatmap``), named by its job on that text (``reading.head_jobs``). The
+shipped weights are written beside the page and into Pyodide's file system at the same place
+under ``mha_lists/``, so ``reading.trained_model()`` reads them unchanged.
 """
 
 from __future__ import annotations
@@ -31,10 +39,13 @@ from urllib.parse import parse_qsl, urlencode
 
 from .cli import OneLineErrorParser, Table, trace_items
 from ..core.checks import check_type, check_int, quote_int, shorten
-from ..teaching.display import format_number
-from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
+from ..teaching.display import attention_heatmap, format_number
+from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, TRAINED_SENTENCE, VOCAB, running_example
+from ..core.matrix import Matrix
 from ..core.softmax_and_masks import causal_mask
+from ..teaching.model import check_model
 from ..teaching.pictures import pipeline
+from ..teaching.reading import RUN_FILE, HeadJob, head_jobs, read, trained_model
 
 __all__ = []
 
@@ -47,13 +58,21 @@ MAX_SENTENCE_CHARS = 2 * MAX_TOKENS * max(map(len, VOCAB))  # 16 of the longest 
 MAX_QUOTED = 40  # an error quotes at most this much of what was typed
 SITE_FILES = pathlib.Path(__file__).resolve().parent / "site_files"
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent  # mha_lists/
+# What trained mode reads besides the module: the shipped run (genesis.txt is not needed to read a text).
+TRAINED_FILES = [RUN_FILE.relative_to(PACKAGE_DIR).as_posix()]
+RANDOM_ONLY = ("seed", "heads", "d_model", "causal")  # settings of the random weights; trained mode has its own
 
 _TRUE = ("1", "true", "on", "yes")
 _FALSE = ("0", "false", "off", "no", "")
 
 
 class Settings(NamedTuple):
-    """One example: what the page's controls and the query string set (the CLI's options)."""
+    """One example: what the page's controls and the query string set (the CLI's options).
+
+    ``trained=True``: the model trained on Genesis reads the sentence, any text, one token per
+    character; seed, heads, d_model and causal keep their defaults (the model has its own sizes
+    and always reads causally), and parse_query gives the sentence ``TRAINED_SENTENCE`` unless set.
+    """
 
     sentence: str = SENTENCE
     seed: int = SEED
@@ -61,6 +80,7 @@ class Settings(NamedTuple):
     d_model: int = D_MODEL
     causal: bool = False
     digits: int = 4  # fixed: the page always shows 4 digits, like format_matrix
+    trained: bool = False
 
 
 # === Settings <-> query string ===
@@ -83,21 +103,37 @@ def _whole_number(name: str, text: str) -> int:
         raise ValueError(f"parse_query: {name}: {_quoted(text)} is not a whole number") from None
 
 
+def _flag(name: str, text: str) -> bool:
+    """A switch of the query string: 1/0, true/false, on/off, yes/no (or empty: off)."""
+    flag = text.strip().lower()
+    if flag not in _TRUE + _FALSE:
+        raise ValueError(f"parse_query: {name}: {_quoted(text)} is not 1 (on) or 0 (off)")
+    return flag in _TRUE
+
+
 def parse_query(query: str) -> Settings:
     """Settings from a query string such as ``"?seed=7&heads=4&causal=1"``; unset ones keep their defaults.
 
-    Keys: sentence, seed, heads, d_model, causal (1/0, true/false, on/off). Unknown
-    keys are ignored. A value that is not what its key takes raises ValueError, quoting it
+    Keys: sentence, seed, heads, d_model, causal (1/0, true/false, on/off), trained (the same).
+    Unknown keys are ignored. A value that is not what its key takes raises ValueError, quoting it
     as typed; so do sizes larger than the page draws (no pointer to the CLI: at those sizes
     it would print for minutes). The attention rules (heads divide d_model, words from the
     vocabulary) are checked by the library itself when the example is built.
 
+    With trained=1 the sentence is any text, as typed (``TRAINED_SENTENCE`` if unset), and seed,
+    heads, d_model and causal are ignored: the trained model has its own sizes and reads causally.
+    Its length is the model's to check (``running_example(trained=True)``): the rows of its position table.
+
     >>> parse_query("?seed=7&heads=4&causal=1")
-    Settings(sentence='<BOS> I like transformers <EOS>', seed=7, heads=4, d_model=16, causal=True, digits=4)
+    Settings(sentence='<BOS> I like transformers <EOS>', seed=7, heads=4, d_model=16, causal=True, digits=4, trained=False)
+    >>> parse_query("?trained=1&heads=3").sentence
+    'in the beginning'
     """
     if not isinstance(query, str):
         raise TypeError(f"parse_query: query must be a str, got {type(query).__name__}")
     values = dict(parse_qsl(query.lstrip("?"), keep_blank_values=True))
+    if "trained" in values and _flag("trained", values["trained"]):
+        return Settings(sentence=values.get("sentence", TRAINED_SENTENCE), trained=True)
     settings = Settings()
     if "sentence" in values:
         if len(values["sentence"]) > MAX_SENTENCE_CHARS:
@@ -108,10 +144,7 @@ def parse_query(query: str) -> Settings:
         if name in values:
             settings = settings._replace(**{name: _whole_number(name, values[name])})
     if "causal" in values:
-        flag = values["causal"].strip().lower()
-        if flag not in _TRUE + _FALSE:
-            raise ValueError(f"parse_query: causal: {_quoted(values['causal'])} is not 1 (on) or 0 (off)")
-        settings = settings._replace(causal=flag in _TRUE)
+        settings = settings._replace(causal=_flag("causal", values["causal"]))
     if settings.d_model > MAX_D_MODEL:
         raise ValueError(f"parse_query: d_model is {settings.d_model}; this page draws at most {MAX_D_MODEL}")
     if len(settings.sentence.split()) > MAX_TOKENS:
@@ -129,10 +162,17 @@ def check_settings(func: str, name: str, settings: object) -> Settings:
     if not isinstance(settings, Settings):
         raise TypeError(f"{func}: {name} must be a Settings (from parse_query), got {type(settings).__name__}")
     sentence = check_type(func, f"{name}.sentence", settings.sentence, str, "a str")
-    if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) > MAX_TOKENS:
+    if check_type(func, f"{name}.trained", settings.trained, bool, "True or False"):
+        for option in RANDOM_ONLY:  # the sentence's length is the trained model's to check
+            value, default = getattr(settings, option), getattr(Settings(), option)
+            if type(value) is not type(default) or value != default:
+                raise ValueError(f"{func}: {name}.{option} is {shorten(value)}; the trained model has its own sizes "
+                                 "and reads causally: with trained=True, leave seed, heads, d_model and causal as "
+                                 "they are")
+    elif len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) > MAX_TOKENS:
         raise ValueError(f"{func}: {name}.sentence has {len(sentence):,} characters and {len(sentence.split()):,} "
                          f"tokens; this page takes at most {MAX_SENTENCE_CHARS} and {MAX_TOKENS}")
-    for option in ("seed", "heads", "d_model"):
+    for option in ("seed", "heads", "d_model"):  # trained or not: query_string and cli_command write them
         value = check_int(func, f"{name}.{option}", getattr(settings, option))
         if len(str(abs(value))) > MAX_DIGITS:
             raise ValueError(f"{func}: {name}.{option} is {quote_int(value)}; this page takes at most "
@@ -150,8 +190,12 @@ def query_string(settings: Settings) -> str:
 
     >>> query_string(Settings(seed=7, heads=4, causal=True))
     '?sentence=%3CBOS%3E+I+like+transformers+%3CEOS%3E&seed=7&heads=4&d_model=16&causal=1'
+    >>> query_string(Settings(sentence="Hi there", trained=True))
+    '?trained=1&sentence=Hi+there'
     """
     check_settings("query_string", "settings", settings)
+    if settings.trained:
+        return "?" + urlencode({"trained": 1, "sentence": settings.sentence})
     return "?" + urlencode({"sentence": settings.sentence, "seed": settings.seed, "heads": settings.heads,
                             "d_model": settings.d_model, "causal": int(settings.causal)})
 
@@ -163,6 +207,9 @@ def cli_command(settings: Settings) -> str:
     'python -m mha_lists --seed 7 --heads 4 --causal'
     """
     check_settings("cli_command", "settings", settings)
+    if settings.trained:
+        raise ValueError("cli_command: settings.trained is True; no command prints the trained model's attention "
+                         "(page_update gives the Python call that does)")
     default = Settings()
     words = ["python", "-m", "mha_lists"]
     if settings.sentence.split() != default.sentence.split():
@@ -246,12 +293,15 @@ def _step_number(line: str) -> Optional[int]:
 def walkthrough_html(settings: Settings) -> str:
     """Every step of the trace as an HTML fragment: the CLI's lines and tables, 4-digit entries.
 
-    Raises the library's own ValueError/ShapeError for settings it refuses.
+    Raises the library's own ValueError/ShapeError for settings it refuses. With ``settings.trained``,
+    every head of the trained model instead (``trained_html``).
 
     >>> '>weights, head 1 <span class="shape">(5x5)</span></figcaption>' in walkthrough_html(Settings())
     True
     """
     check_settings("walkthrough_html", "settings", settings)
+    if settings.trained:
+        return trained_html(settings.sentence)
     items: list[Union[str, Table]] = trace_items(settings)
     header: list[str] = []
     body: list[str] = []
@@ -308,11 +358,100 @@ def walkthrough_html(settings: Settings) -> str:
     return f'<ul class="summary">{summary}</ul>' + picture + "\n".join(body)
 
 
+# === The trained model, every head ===
+
+LOOK_FOR = ("What to look for: a dark stripe just below the diagonal is a previous-character head (each character "
+            "reads the one before it); type a phrase twice, and on its second copy layer 1's induction head reads "
+            "the character after the same character in the first copy: a stripe parallel to the diagonal, about a "
+            "phrase's length to its left.")
+
+
+def _share(x: float) -> str:
+    return format_number(x, 2)
+
+
+def _job_parts(job: HeadJob, length: int) -> tuple[str, str]:
+    """("layer L head H: its job", "the shares that show it") on a text of ``length`` characters."""
+    before = ("a single character: none before it" if length < 2 else
+              f"{_share(job.previous_token)} of each character's weight, on average, on the one before it")
+    after = ("no character repeats" if job.induction is None else
+             f"{_share(job.induction)} of a repeated character's weight, on average, on what followed its earlier "
+             "copies")
+    shares = f"{after}; {before}" if job.job == "copies what came next last time" else f"{before}; {after}"
+    return f"layer {job.layer} head {job.head}: {job.job or 'no clear job on this text'}", shares
+
+
+def job_text(job: HeadJob, length: int) -> str:
+    """A head named by its job on a text of ``length`` characters, with the shares that show it.
+
+    >>> print(job_text(HeadJob(0, 1, 0.9312, None, "previous character"), 17).replace("; ", ";\\n"))
+    layer 0 head 1: previous character (0.93 of each character's weight, on average, on the one before it;
+    no character repeats)
+    """
+    if not isinstance(job, HeadJob):
+        raise TypeError(f"job_text: job must be a HeadJob (from reading.head_jobs), got {type(job).__name__}")
+    check_int("job_text", "length", length)
+    name, shares = _job_parts(job, length)
+    return f"{name} ({shares})"
+
+
+def _head_html(job: HeadJob, A: Matrix, tokens: list[str]) -> str:
+    """One head: its job as a heading, its attention as display's heatmap in a box that scrolls sideways."""
+    anchor = f"layer-{job.layer}-head-{job.head}"
+    name, shares = _job_parts(job, len(tokens))
+    table = attention_heatmap(A, tokens, title=f"layer {job.layer} head {job.head}, attention weights")._repr_html_()
+    return (f'<figure class="head-map" id="{anchor}"><figcaption><h3 class="job" id="{anchor}-job">'
+            f'{html.escape(name)} <span class="shares">({html.escape(shares)})</span></h3></figcaption>'
+            f'<div class="scroll" role="region" tabindex="0" aria-labelledby="{anchor}-job">{table}</div>'
+            '<p class="scroll-cue">Wider than the screen: scroll sideways in the box to see every column.</p>'
+            "</figure>")
+
+
+def trained_html(text: str) -> str:
+    """Every head of the model trained on Genesis reading ``text``: a heatmap each, named by its job there.
+
+    Any text is read (a character the book lacks is ``<unk>``); the library refuses an empty one,
+    or one longer than the model's position table, with its own message.
+
+    >>> page = trained_html("Hi, hi! 2")
+    >>> page.count('<figure class="head-map"'), page.count(">&lt;unk&gt;</th>")  # the digit: a column and a row each
+    (4, 8)
+    """
+    check_type("trained_html", "text", text, str, "a str")
+    ex = running_example(trained=True, sentence=text)  # the library's checks: 1 to the rows of its position table
+    model = trained_model()
+    sizes = check_model("trained_html", "the shipped model", model)
+    _, attention = read(model, text)
+    jobs = {(job.layer, job.head): job for job in head_jobs(model, text)}
+    heads = len(attention[0])
+    summary = [f"text: {text}", f"characters (one token each): {' '.join(ex.tokens)}",
+               f"seq_len = {len(ex.tokens)}, d_model = {sizes.d_model}, {len(attention)} layers of {heads} heads, "
+               f"at most {sizes.positions} characters (the rows of its position table)"]
+    out = ['<ul class="summary">' + "".join(f"<li>{html.escape(line)}</li>" for line in summary) + "</ul>",
+           f'<p class="look">{html.escape(LOOK_FOR)}</p>',
+           '<p class="explain">Row i is character i reading: how much of each character\'s value it takes. The '
+           "model reads left to right, so everything above the diagonal is 0. Weights to 2 digits; the darker, the "
+           f"more. The model was trained on Genesis (<code>mha_lists/{TRAINED_FILES[0]}</code>), lowercased; "
+           "a character the book lacks is &lt;unk&gt;.</p>"]
+    for layer, matrices in enumerate(attention):
+        out.append(f'<section id="layer-{layer}"><h2>Layer {layer}</h2><div class="head-maps">')
+        out += [_head_html(jobs[layer, h], A, ex.tokens) for h, A in enumerate(matrices)]
+        out.append("</div></section>")
+    return "\n".join(out)
+
+
+def _python_call(text: str) -> str:
+    """The Python that gives trained mode's numbers (no command prints them)."""
+    return f"from mha_lists.teaching.reading import read, trained_model; read(trained_model(), {text!r})"
+
+
+# === The page's one call ===
+
 def page_update(query: str) -> str:
     """What the page shows for a query string, as JSON text (the browser calls this through Pyodide).
 
-    ``{"ok": true, "html": ..., "settings": {...}, "query": ..., "command": ...}`` or
-    ``{"ok": false, "error": "<the library's message>"}``.
+    ``{"ok": true, "html": ..., "settings": {...}, "query": ..., "command": ..., "command_intro": ...}``
+    or ``{"ok": false, "error": "<the library's message>"}``. In trained mode the command is Python.
 
     >>> json.loads(page_update("?sentence=I+like+cats"))["error"].split(";")[0]
     "running_example: 'cats' is not in the vocabulary"
@@ -320,10 +459,14 @@ def page_update(query: str) -> str:
     try:
         settings = parse_query(query)
         fragment = walkthrough_html(settings)
-    except (ValueError, TypeError) as error:  # ShapeError is a ValueError
+    except (ValueError, TypeError, OSError) as error:  # ShapeError is a ValueError; OSError: no shipped run
         return json.dumps({"ok": False, "error": str(error).removeprefix("parse_query: ")})  # the page is the one asking
+    if settings.trained:
+        intro, command = "Same numbers in Python:", _python_call(settings.sentence)
+    else:
+        intro, command = "Same numbers in a terminal:", cli_command(settings)
     return json.dumps({"ok": True, "html": fragment, "settings": settings._asdict(),
-                       "query": query_string(settings), "command": cli_command(settings)})
+                       "query": query_string(settings), "command": command, "command_intro": intro})
 
 
 # === Building the site ===
@@ -399,11 +542,23 @@ def _json_for_script(value: object) -> str:
 _PAGE_FILES = ("style.css", "page.js", "index.html")
 
 
+def _trained_config() -> dict:
+    """What the page knows of the shipped run before Python loads: its files, its sizes, its first text."""
+    missing = [name for name in TRAINED_FILES if not (PACKAGE_DIR / name).is_file()]
+    if missing:
+        raise ValueError(f"build_site: mha_lists/{missing[0]} (the trained model's weights) is missing; the page's "
+                         "trained mode reads it (python -m mha_lists.tools.read_text --save writes a run)")
+    sizes = check_model("build_site", "the shipped model", trained_model())
+    return {"files": TRAINED_FILES, "sentence": TRAINED_SENTENCE, "window": sizes.positions,
+            "d_model": sizes.d_model, "layers": len(sizes.layers), "heads": sizes.layers[0]["h"]}
+
+
 def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL) -> list[pathlib.Path]:
     """Write the static page into outdir (created if missing); return the files written.
 
     ``pyodide_url`` is the folder holding pyodide.mjs, absolute or relative to the page.
-    Only the module files the page imports (``module_files()``) are written beside it.
+    Only the module files the page imports (``module_files()``) are written beside it, and
+    the shipped run trained mode reads (``TRAINED_FILES``), at the same place under mha_lists/.
     Raises ValueError for bad arguments, OSError where outdir cannot be written.
     """
     if not isinstance(outdir, (str, pathlib.Path)) or not str(outdir).strip():
@@ -416,12 +571,13 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
     if not pyodide_url.endswith("/"):
         pyodide_url += "/"
     files = module_files()
-    for target in [out / "mha_lists" / name for name in files] + [out / name for name in _PAGE_FILES]:
+    trained = _trained_config()
+    for target in [out / "mha_lists" / name for name in files + TRAINED_FILES] + [out / name for name in _PAGE_FILES]:
         if target.exists() and not target.is_file():  # writing into a FIFO would wait for a reader
             raise ValueError(f"build_site: {shorten(str(target), 200)} is not a regular file (a folder, a FIFO or "
                              "a device); it cannot be written over")
     written = []
-    for name in files:
+    for name in files + TRAINED_FILES:
         (out / "mha_lists" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PACKAGE_DIR / name, out / "mha_lists" / name)
         written.append(out / "mha_lists" / name)
@@ -430,7 +586,7 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
         written.append(out / name)
     settings = Settings()
     config = {"pyodideUrl": pyodide_url, "pyodideVersion": PYODIDE_VERSION, "moduleFiles": files,
-              "defaults": settings._asdict(), "vocab": VOCAB}
+              "defaults": settings._asdict(), "vocab": VOCAB, "trained": trained}
     template = string.Template((SITE_FILES / "index.html").read_text(encoding="utf-8"))
     page = template.substitute(
         config=_json_for_script(config),
@@ -438,7 +594,8 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
         command=html.escape(cli_command(settings)),
         sentence=html.escape(settings.sentence, quote=True),
         seed=settings.seed, heads=settings.heads, d_model=settings.d_model,
-        max_d_model=MAX_D_MODEL, max_tokens=MAX_TOKENS,
+        max_d_model=MAX_D_MODEL, max_tokens=MAX_TOKENS, window=trained["window"],
+        trained_d_model=trained["d_model"], trained_layers=trained["layers"], trained_heads=trained["heads"],
         vocab_buttons="".join(f'<button type="button" class="word" disabled>{html.escape(w)}</button>'
                               for w in VOCAB),
         pyodide_url=html.escape(pyodide_url, quote=True),

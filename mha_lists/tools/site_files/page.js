@@ -3,6 +3,7 @@
 // query string, so the address bar is always a link to the example on screen, and
 // every change is a step of the browser's history: Back undoes it, Forward redoes it.
 // All HTML of the walkthrough comes from Python (mha_lists.tools.site.page_update).
+// Trained mode (?trained=1) reads the shipped run, fetched the first time it is asked for.
 
 const config = JSON.parse(document.getElementById("mha-config").textContent);
 const form = document.getElementById("controls");
@@ -10,22 +11,53 @@ const statusLine = document.getElementById("status");
 const errorBox = document.getElementById("error");
 const walkthrough = document.getElementById("walkthrough");
 const command = document.getElementById("command");
+const commandIntro = document.getElementById("command-intro");
 const commandLine = document.getElementById("command-line");
 const loading = document.getElementById("loading");
 const progress = document.getElementById("progress");
 const progressText = document.getElementById("progress-text");
 const MODULE_DIR = "/mha_lists_site";
 const FIELDS = ["sentence", "seed", "heads", "d_model"];
+const RANDOM_ONLY = ["seed", "heads", "d_model", "causal"];  // the trained model has its own (the note says so)
+const TRUE = ["1", "true", "on", "yes"];
 
 let update = null; // mha_lists.tools.site.page_update, once Python is ready
+let pyodide = null;
+let trainedFiles = null;  // a promise: the shipped run written into Pyodide's file system
+let shown = 0;  // the latest show(); an earlier one still waiting for the weights draws nothing
 let pythonVersion = "Python";
+// Each mode keeps its own sentence: the vocabulary's words, or any text of at most config.trained.window characters.
+const sentences = { random: config.defaults.sentence, trained: config.trained.sentence };
+let sentenceMode = "random";  // whose sentence the box holds
 
 function setState(state, message) {
   document.body.dataset.state = state;
   statusLine.textContent = message;
 }
 
+const trainedMode = () => form.trained.value === "1";
+const isTrained = (query) => TRUE.includes((new URLSearchParams(query).get("trained") || "").trim().toLowerCase());
+
+// The mode's controls: in trained mode the random weights' settings are off (the note says why) and the
+// word buttons are hidden (any text is read). The sentence box swaps to the other mode's sentence.
+function setMode(trained) {
+  const mode = trained ? "trained" : "random";
+  form.trained.value = trained ? "1" : "0";
+  document.body.dataset.mode = mode;
+  if (mode !== sentenceMode) {
+    sentences[sentenceMode] = form.sentence.value;
+    form.sentence.value = sentences[mode];
+    sentenceMode = mode;
+  }
+  if (!update) return;  // before Python is ready every control is off anyway
+  for (const name of RANDOM_ONLY) form[name].disabled = trained;
+  for (const button of form.querySelectorAll(".words button")) button.disabled = trained;
+}
+
 function fillForm(settings) {
+  setMode(settings.trained);
+  form.sentence.value = settings.sentence;
+  if (settings.trained) return;  // the random weights' settings stay as they were, for switching back
   for (const name of FIELDS) form[name].value = settings[name];
   form.causal.checked = Boolean(settings.causal);
 }
@@ -34,13 +66,17 @@ function fillForm(settings) {
 // an example link changes only what it names, and a link Python refuses shows what it asked for.
 function fillFormFromQuery(query) {
   const params = new URLSearchParams(query);
+  if (params.has("trained")) setMode(isTrained(query));
   for (const name of FIELDS) {
     if (params.has(name)) form[name].value = params.get(name);
   }
-  if (params.has("causal")) form.causal.checked = ["1", "true", "on", "yes"].includes(params.get("causal").toLowerCase());
+  if (params.has("causal")) form.causal.checked = TRUE.includes(params.get("causal").toLowerCase());
 }
 
 function formQuery() {
+  if (trainedMode()) {  // the text as typed: spaces are characters too
+    return "?" + new URLSearchParams({ trained: "1", sentence: form.sentence.value }).toString();
+  }
   const params = new URLSearchParams();
   params.set("sentence", form.sentence.value.trim().split(/\s+/).join(" "));
   for (const name of ["seed", "heads", "d_model"]) params.set(name, form[name].value);
@@ -48,23 +84,68 @@ function formQuery() {
   return "?" + params.toString();
 }
 
-function show(query) {
+function showError(message, state) {
+  errorBox.textContent = message;
+  errorBox.hidden = false;
+  walkthrough.hidden = true;
+  commandLine.hidden = true;
+  setState(state, "These settings give no example; change one above, or go Back.");
+}
+
+// The shipped run, into Pyodide's file system where reading.trained_model() looks: once, on first use.
+function loadTrainedFiles() {
+  trainedFiles ??= (async () => {
+    for (const name of config.trained.files) {  // "data/read_text_run.json"
+      const response = await fetch(new URL("mha_lists/" + name, document.baseURI));
+      if (!response.ok) throw new Error(`could not load mha_lists/${name} (${response.status})`);
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      pyodide.FS.mkdirTree(`${MODULE_DIR}/mha_lists/${name}`.replace(/\/[^/]*$/, ""));
+      pyodide.FS.writeFile(`${MODULE_DIR}/mha_lists/${name}`, bytes);
+    }
+  })();
+  trainedFiles.catch(() => { trainedFiles = null; });  // a later change tries again
+  return trainedFiles;
+}
+
+// A heatmap wider than its box scrolls sideways; say so under it (and not under one that fits).
+function markScrolling() {
+  for (const box of walkthrough.querySelectorAll(".head-map .scroll")) {
+    box.parentElement.toggleAttribute("data-scrolls", box.scrollWidth > box.clientWidth + 1);
+  }
+}
+
+async function show(query) {
+  const ticket = ++shown;
+  if (isTrained(query)) {
+    try {
+      if (!trainedFiles) setState("loading", `Loading the trained model's weights (mha_lists/${config.trained.files.join(", ")})...`);
+      await loadTrainedFiles();
+    } catch (error) {
+      if (ticket === shown) showError(`The trained model's weights could not be loaded: ${error.message}`, "failed");
+      return;
+    }
+    if (ticket !== shown) return;  // a later change is on its way
+  }
   const result = JSON.parse(update(query));
   if (!result.ok) {
-    errorBox.textContent = result.error;
-    errorBox.hidden = false;
-    walkthrough.hidden = true;
-    commandLine.hidden = true;
-    setState("error", "These settings give no example; change one above, or go Back.");
+    showError(result.error, "error");
     return;
   }
   errorBox.hidden = true;
   walkthrough.hidden = false;
   commandLine.hidden = false;
   walkthrough.innerHTML = result.html;
+  commandIntro.textContent = result.command_intro;
   command.textContent = result.command;
   fillForm(result.settings);
+  markScrolling();
   const s = result.settings;
+  if (s.trained) {
+    const t = config.trained, n = [...s.sentence].length;  // characters as Python counts them: code points
+    setState("computed", `Computed in your browser: the model trained on Genesis (${t.layers} layers of ${t.heads} heads, ` +
+      `d_model ${t.d_model}) reading ${n} character${n === 1 ? "" : "s"}, by mha_lists on ${pythonVersion}.`);
+    return;
+  }
   setState("computed", `Computed in your browser: ${s.heads} head${s.heads === 1 ? "" : "s"}, d_model ${s.d_model}, seed ${s.seed}` +
     `${s.causal ? ", causal mask" : ""}, by mha_lists on ${pythonVersion}.`);
 }
@@ -73,14 +154,14 @@ function show(query) {
 function recompute() {
   const query = formQuery();
   if (query !== location.search) history.pushState({ query }, "", query + location.hash);
-  show(query);
+  return show(query);
 }
 
 // Back or Forward: the form and the numbers of that entry.
 function restore() {
   fillForm(config.defaults);
   fillFormFromQuery(location.search);
-  show(location.search);
+  return show(location.search);
 }
 
 function step(done, total, text) {
@@ -104,7 +185,7 @@ async function loadPython() {
   try {
     const base = new URL(config.pyodideUrl, document.baseURI).href;
     const { loadPyodide } = await import(base + "pyodide.mjs");
-    const pyodide = await loadPyodide({ indexURL: base });
+    pyodide = await loadPyodide({ indexURL: base });
     clearInterval(ticker);
     let done = 1;
     for (const name of config.moduleFiles) {  // "core/matrix.py", ...: only what the page imports
@@ -130,7 +211,11 @@ async function loadPython() {
 
 function enableControls() {
   for (const element of form.querySelectorAll("input, button")) element.disabled = false;
-  form.addEventListener("change", recompute);
+  setMode(trainedMode());
+  form.addEventListener("change", (event) => {
+    if (event.target.name === "trained") setMode(trainedMode());  // first the other mode's sentence and controls
+    recompute();
+  });
   form.addEventListener("submit", (event) => { event.preventDefault(); recompute(); });
   for (const button of form.querySelectorAll("button.word")) {
     button.addEventListener("click", () => {
@@ -150,6 +235,7 @@ function enableControls() {
     recompute();
   });
   window.addEventListener("popstate", restore);
+  window.addEventListener("resize", markScrolling);
 }
 
 async function start() {
