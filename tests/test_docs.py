@@ -137,7 +137,7 @@ def test_readme_is_for_learners_short_and_starts_with_the_two_commands():
 
 
 def test_readme_names_the_notebooks_that_draw_pictures():
-    listed = re.search(r"Notebooks ([0-9a,\s]+?)\s+and\s+(\d\d)\s+draw pictures", README)
+    listed = re.search(r"Notebooks ([0-9ab,\s]+?)\s+and\s+(\d\d)\s+draw pictures", README)
     assert listed, "the README no longer says which notebooks draw pictures"
     numbers = [n.strip() for n in listed.group(1).split(",")] + [listed.group(2)]
     drawing = {p.stem.split("_")[0] for p in (ROOT / "notebooks").glob("*.ipynb")

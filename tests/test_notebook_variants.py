@@ -37,7 +37,7 @@ AsyncKernelManager = pytest.importorskip("jupyter_client").AsyncKernelManager
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Notebooks 18 and 19 (induction heads) build their own model from a sequence and Settings, not
 # from running_example; their learner's edits are tested in tests/test_induction.py. Notebook 07b
-# opens the trained model with a sentence of its own; its edits are tested in tests/test_reading.py.
+# opens the trained model with a sentence of its own; its edits are tested below (READ_A_BOOK).
 NOTEBOOKS = [path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
              if not path.name.startswith(("07b_", "18_", "19_"))]
 VARIANTS = {
@@ -138,6 +138,34 @@ def test_the_trained_sentences_fit_the_trained_model():
     assert [path.name[:3] for path in CORE] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_"]
     for settings in TRAINED_VARIANTS.values():
         assert len(running_example(**settings).tokens) == len(settings["sentence"])
+
+
+# Notebook 07b's first cell sets plain variables (sentence, prompt, temperature, seed, count): a learner's edits.
+READ_A_BOOK = ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"
+BOOK_EDITS = {
+    "2-characters": {"sentence": "ab"},
+    "emoji-digits-no-repeat": {"sentence": "Year 2024 \U0001F642!", "prompt": "X", "length": 5},
+    "one-character": {"sentence": "a", "temperature": 2.0, "seed": 7},
+    "16-characters-repeated": {"sentence": "abcdabcdabcdabcd", "count": 3},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", sorted(BOOK_EDITS))
+def test_the_book_notebook_survives_a_learners_edit(edit):
+    stored = nbformat.read(READ_A_BOOK, as_version=4)
+    nb = copy.deepcopy(stored)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and re.search(r"^sentence = ", c.source, re.M))
+    for name, value in BOOK_EDITS[edit].items():
+        cell.source, n = re.subn(rf"^{name} = .*$", f"{name} = {value!r}", cell.source, count=1, flags=re.M)
+        assert n == 1, f"07b's first cell sets no {name}"
+    try:
+        nb = executed(nb, READ_A_BOOK)
+    except nbclient.exceptions.CellExecutionError as error:
+        pytest.fail(f"07b with {BOOK_EDITS[edit]}: a cell raised:\n{str(error)[-1500:]}")
+    for before, after in zip(stored.cells, nb.cells):
+        if before.cell_type == "code" and "False" not in BOOL.findall(cell_texts(before)):
+            assert "False" not in BOOL.findall(cell_texts(after)), (BOOK_EDITS[edit], after.source[:200])
 
 
 def check_variant(path, settings):

@@ -17,9 +17,9 @@ The model is ``model.Model`` (notebook 17's and 19's: every layer through the co
 **Why every training window repeats a passage.** Each window is 16 characters of the
 book in which a passage (4 to 8 characters, at a random place) is copied over a later
 stretch. On plain text, predicting the next character from the last few rewards a
-previous-token head but almost never rewards copying from far back, and no induction head
-forms in the minutes plain Python has; when every window repeats a passage, copying pays
-at every window, and one does (a random place, so that no fixed offset does the job).
+previous-token head but seldom rewards copying from far back; when every window repeats a
+passage, copying pays in every window, and an induction head forms within the run (a random
+place, so that no fixed offset does the job).
 
 =================================  ===================================================
 book, training_text, validation    the text, lowercased; its first 90% and last 10%

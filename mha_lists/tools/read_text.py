@@ -48,7 +48,9 @@ IN_CONTEXT = 0.85  # ... the second copy's loss at most this times the first cop
 
 def build_parser() -> argparse.ArgumentParser:
     return run_parser("python -m mha_lists.tools.read_text",
-                      "Train two attention layers on Genesis, a character at a time; print what each head does.",
+                      "Train two attention layers on Genesis, a character at a time; print what each head does. "
+                      "Every training window repeats a passage at a random place: repetition is what rewards an "
+                      "induction head.",
                       Settings(), LIMITS["steps"])
 
 
