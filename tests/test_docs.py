@@ -258,3 +258,18 @@ def test_no_word_is_written_like_a_tag_outside_code():
         texts[path.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     found = {name: tag.findall(prose(text)) for name, text in texts.items()}
     assert not any(found.values()), {name: tags for name, tags in found.items() if tags}
+
+
+def test_the_glossary_defines_the_words_the_core_path_uses_and_the_notebooks_link_to_it():
+    glossary = (ROOT / "notebooks" / "glossary.md").read_text(encoding="utf-8")
+    terms = re.findall(r"^\*\*(.+?)\*\* — ", glossary, re.M)
+    for word in ("residual stream", "head", "d_k", "logits", "softmax", "causal mask", "K-composition",
+                 "induction head", "previous-token head", "W_O"):
+        assert any(word in term for term in terms), word
+    assert terms == sorted(terms, key=str.lower), "alphabetical, so a reader finds a word"
+    numbers = {p.stem.split("_")[0] for p in (ROOT / "notebooks").glob("*.ipynb")}
+    for where in re.findall(r"\(([0-9a-z, ]+)\)$", glossary, re.M):
+        assert set(where.replace(" ", "").split(",")) <= numbers, where  # every notebook it names exists
+    for path in sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb")) + [ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"]:
+        first = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+        assert "](glossary.md)" in first, path.name
