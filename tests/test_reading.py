@@ -122,7 +122,8 @@ def test_training_gives_the_same_bits_twice_and_lowers_the_loss():
 @pytest.mark.parametrize("change, message", [
     (dict(d_model=10, num_heads=3), "train: d_model 10 is not divisible by num_heads 3"),
     (dict(window=7), "train: window is 7; a window needs at least 8 characters"),
-    (dict(steps=10_001), "train: steps is 10001; the limit is 10000"),
+    (dict(steps=9_001), "train: steps is 9001; the limit is 9000"),
+    (dict(steps=9_000, batch_size=64), "train: steps x batch_size x work per sequence = 9,000 x 64"),
     (dict(lr=0.0), "train: lr"),
     (dict(seed=1.5), "train: seed"),
 ])

@@ -69,7 +69,7 @@ def test_save_then_check_is_bit_for_bit_and_another_seed_is_not(tiny, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--steps", "0"], "argument --steps: 0 must be 1 to 10,000"),
+    (["--steps", "0"], "argument --steps: 0 must be 1 to 9,000"),
     (["--steps", "x"], "argument --steps: 'x' is not a whole number"),
     (["--seed", "1.5"], "argument --seed: '1.5' is not a whole number"),
     (["--save", "a.json", "--check", "b.json"], "give --save or --check, not both"),

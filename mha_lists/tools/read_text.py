@@ -112,7 +112,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         settings = saved[0]
     start = time.monotonic()
     progress = None if args.quiet else progress_printer(sys.stderr, settings)
-    model, history = train(settings, progress=progress)
+    try:
+        model, history = train(settings, progress=progress)
+    except ValueError as error:  # a saved run's settings past the work limit: train names the limit
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
     if not args.quiet:
         seconds = round(time.monotonic() - start)
         print(f"trained in {seconds // 60}:{seconds % 60:02d}", file=sys.stderr)
