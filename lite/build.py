@@ -5,9 +5,9 @@ package); it downloads the kernel's pure-Python wheels from PyPI. The site needs
 afterwards: every file the kernel asks for is in it.
 
   - files/NN_*.ipynb            every notebook, as stored (with outputs), its kernel named as
-                                JupyterLite names it ("python", not "python3");
-  - files/mha_lists/**.py       the module beside them, so ``import mha_lists`` works in the
-                                kernel (its working directory is the notebook's folder, /drive);
+                                JupyterLite names it ("python", not "python3"), and the files a
+                                notebook reads beside it (notebooks/*.json: 19's saved run);
+  - files/mha_lists/**          the module beside them, to read and edit in the file browser;
   - files/exercises/NN_*.ipynb  the exercise notebooks' student copies
                                 (``python -m mha_lists.tools.exercises student-copies``), with
                                 files/exercises/mha_lists/ beside them;
@@ -15,16 +15,30 @@ afterwards: every file the kernel asks for is in it.
                                 ``mha_lists.tools.site.PYODIDE_VERSION``) with the wheels the
                                 kernel loads through it (micropip, IPython, jedi and their
                                 dependencies, the versions its pyodide-lock.json names, from
-                                PyPI); the lock file is cut down to those, with their hashes;
-  - pypi/                       piplite's wheels: mha_lists itself (for a browser that gives the
-                                kernel no /drive, e.g. a Firefox private window:
-                                ``%pip install mha_lists``), and the kernel's wheels that Pyodide
-                                does not list (comm, ipython-pygments-lexers);
-  - kernel-check.js             shows a message over the page when the kernel cannot start
-                                (jupyterlite-pyodide-kernel itself only turns an icon red).
+                                PyPI), and two of ours: mha_lists (``pip wheel .``, so its
+                                mha_lists/data/ too) and mha_lists_notebook_files (the files a
+                                notebook reads beside it, as wheel data for /home/pyodide); the
+                                lock is cut down to these, with their hashes;
+  - pypi/                       piplite's wheels: the kernel's wheels that Pyodide does not
+                                list (comm, ipython-pygments-lexers);
+  - kernel-check.js             shows a message over the page when the kernel cannot start, or
+                                starts without mha_lists (jupyterlite-pyodide-kernel itself only
+                                turns an icon red).
+
+Where the kernel finds mha_lists. Files beside a notebook reach the kernel only through a service
+worker (the /drive folder), and browsers allow one only on a secure origin: https, or http on
+localhost. Served as ``http://classroom.lan`` the kernel sees none of them. So every kernel
+installs our two wheels as it starts (``loadPyodideOptions.packages``, the setting
+jupyterlite-pyodide-kernel's own lock addon writes): ``import mha_lists`` and the files a
+notebook opens work on any origin, with no service worker. Where there is a /drive, the
+kernel's working directory is the notebook's folder, first on sys.path as on a desktop, so the
+mha_lists beside the notebook is the one imported, a learner's edit included (after a kernel
+restart). Without one, the working directory is /home/pyodide, the wheels' copy is imported,
+and an edit in the file browser does not reach the kernel.
+
 The kernel is told never to fall back to PyPI (``disablePyPIFallback``). Publish OUTDIR as it
-is; check it locally with ``python -m http.server -d OUTDIR`` and open
-http://127.0.0.1:8000/lab/index.html.
+is, from any static server over http or https; check it with ``python -m http.server -d OUTDIR``
+and open http://127.0.0.1:8000/lab/index.html.
 """
 
 from __future__ import annotations
@@ -37,6 +51,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
+from base64 import urlsafe_b64encode
 
 LITE = pathlib.Path(__file__).resolve().parent
 ROOT = LITE.parent
@@ -54,6 +70,11 @@ EXTRA_WHEELS = ("comm==0.2.3", "ipython-pygments-lexers==1.1.1")  # required, bu
 PYODIDE_KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 APPS_WITH_A_KERNEL = ("lab", "notebooks", "repl", "consoles")
 LITE_KERNELSPEC = {"display_name": "Python (Pyodide)", "language": "python", "name": "python"}
+# Installed by every kernel as Pyodide starts, from static/pyodide, whatever the origin.
+KERNEL_START_PACKAGES = ("mha-lists", "mha-lists-notebook-files")
+# Pyodide's sys.prefix is "/", its HOME /home/pyodide, which is the kernel's working directory
+# when there is no /drive: a wheel's data files land in sys.prefix, so here.
+KERNEL_HOME = "home/pyodide"
 
 
 def fail(message: str) -> None:
@@ -104,8 +125,8 @@ def check_the_kernel_fits(python: str) -> None:
         fail(f"Pyodide {PYODIDE_VERSION} is CPython {python}; the kernel expects {constants.PYODIDE_PYTHON_VERSION}")
 
 
-def stage_pyodide(target: pathlib.Path, downloads: pathlib.Path) -> list[str]:
-    """The npm pyodide package in target, with the kernel's wheels and a lock that lists only them."""
+def stage_pyodide(target: pathlib.Path, downloads: pathlib.Path, ours: list[pathlib.Path]) -> list[str]:
+    """The npm pyodide package in target, with the kernel's wheels and ours, and a lock that lists only them."""
     package = json.loads((PYODIDE_DIR / "package.json").read_text(encoding="utf-8"))
     if package["version"] != PYODIDE_VERSION:
         fail(f"node_modules/pyodide is {package['version']}, the web page uses {PYODIDE_VERSION}; run npm ci")
@@ -121,9 +142,47 @@ def stage_pyodide(target: pathlib.Path, downloads: pathlib.Path) -> list[str]:
         wheel = by_name.get(name) or fail(f"PyPI gave no wheel for {name}=={entry['version']}")
         shutil.copyfile(wheel, target / wheel.name)
         # PyPI's wheel, not Pyodide's rebuild of it: the lock names the file that is there.
-        kept[name] = {**entry, "file_name": wheel.name, "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()}
+        kept[name] = {**entry, "file_name": wheel.name, "sha256": sha256(wheel)}
+    for wheel in ours:
+        shutil.copyfile(wheel, target / wheel.name)
+        name, version = wheel.name.split("-")[:2]
+        imports = sorted({n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist() if n.endswith("/__init__.py")})
+        kept[normalize(name)] = {"name": normalize(name), "version": version, "file_name": wheel.name,
+                                 "install_dir": "site", "package_type": "package", "imports": imports,
+                                 "depends": [], "sha256": sha256(wheel), "unvendored_tests": False, "tool": {}}
     (target / "pyodide-lock.json").write_text(json.dumps({**lock, "packages": kept}, indent=1), encoding="utf-8")
     return [f"{name}=={entry['version']}" for name, entry in kept.items()]
+
+
+def sha256(path: pathlib.Path) -> str:
+    """The file's SHA-256 in hex, as Pyodide's lock writes it and checks it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def notebook_files() -> list[pathlib.Path]:
+    """What a notebook opens from its own folder (19's saved run), to put beside it."""
+    return sorted((ROOT / "notebooks").glob("*.json"))
+
+
+def notebook_files_wheel(version: str, into: pathlib.Path) -> pathlib.Path:
+    """A wheel whose only content is notebook_files() as data for KERNEL_HOME, the kernel's working
+    directory when it has no /drive; the same bytes from the same files (every date 1980-01-01)."""
+    stem = f"mha_lists_notebook_files-{version}"
+    entries = {f"{stem}.data/data/{KERNEL_HOME}/{path.name}": path.read_bytes() for path in notebook_files()}
+    entries[f"{stem}.dist-info/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: mha-lists-notebook-files\nVersion: {version}\n"
+        "Summary: the files the notebooks of mha-lists read beside them, for JupyterLite's kernel\n").encode()
+    entries[f"{stem}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: lite/build.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    record = [f"{name},sha256={urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
+              for name, data in entries.items()]
+    entries[f"{stem}.dist-info/RECORD"] = "\n".join([*record, f"{stem}.dist-info/RECORD,,", ""]).encode()
+    into.mkdir(parents=True, exist_ok=True)
+    wheel = into / f"{stem}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
+    return wheel
 
 
 def use_the_lite_kernel(notebook: pathlib.Path) -> None:
@@ -135,12 +194,15 @@ def use_the_lite_kernel(notebook: pathlib.Path) -> None:
 
 
 def stage_contents(content: pathlib.Path) -> None:
-    """The notebooks at the top, the exercise student copies in exercises/, mha_lists/ beside both."""
+    """The notebooks (and the glossary they link to) at the top, the exercise student copies in exercises/,
+    mha_lists/ beside both."""
     content.mkdir(parents=True, exist_ok=True)
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copyfile(notebook, content / notebook.name)
-    for data in sorted((ROOT / "notebooks").glob("*.json")):  # what a notebook loads (19's saved run)
+    for data in notebook_files():
         shutil.copyfile(data, content / data.name)
+    for page in sorted((ROOT / "notebooks").glob("*.md")):  # the glossary the notebooks link to
+        shutil.copyfile(page, content / page.name)
     subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "student-copies", str(content / "exercises")],
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     for notebook in sorted(content.rglob("*.ipynb")):
@@ -154,9 +216,11 @@ def stage_contents(content: pathlib.Path) -> None:
 
 
 def write_lite_dir(lite_dir: pathlib.Path) -> None:
-    """The build's configuration: ours, plus a kernel that never asks PyPI for a wheel."""
+    """The build's configuration: ours, plus a kernel that never asks PyPI for a wheel and installs
+    KERNEL_START_PACKAGES as it starts."""
     shutil.copyfile(LITE / "jupyter_lite_config.json", lite_dir / "jupyter_lite_config.json")
-    settings = {"litePluginSettings": {PYODIDE_KERNEL_PLUGIN: {"disablePyPIFallback": True}}}
+    kernel = {"disablePyPIFallback": True, "loadPyodideOptions": {"packages": list(KERNEL_START_PACKAGES)}}
+    settings = {"litePluginSettings": {PYODIDE_KERNEL_PLUGIN: kernel}}
     (lite_dir / "jupyter-lite.json").write_text(
         json.dumps({"jupyter-lite-schema-version": 0, "jupyter-config-data": settings}), encoding="utf-8")
 
@@ -195,13 +259,14 @@ def main(argv: list[str]) -> int:
         lite_dir, content, downloads = work / "lite", work / "content", work / "downloads"
         (lite_dir / "static").mkdir(parents=True)
         write_lite_dir(lite_dir)
-        in_lock = stage_pyodide(lite_dir / "static" / "pyodide", downloads)
-        stage_contents(content)
-        extra = pip_download(list(EXTRA_WHEELS), downloads / "piplite")
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                         "--disable-pip-version-check", "--wheel-dir", str(downloads / "own"), str(ROOT)], check=True)
         own = next((downloads / "own").glob("mha_lists-*.whl"))
-        wheels = [arg for wheel in (own, *extra) for arg in ("--piplite-wheels", str(wheel))]
+        ours = [own, notebook_files_wheel(own.name.split("-")[1], downloads / "own")]
+        in_lock = stage_pyodide(lite_dir / "static" / "pyodide", downloads, ours)
+        stage_contents(content)
+        extra = pip_download(list(EXTRA_WHEELS), downloads / "piplite")
+        wheels = [arg for wheel in extra for arg in ("--piplite-wheels", str(wheel))]
         result = subprocess.run([sys.executable, "-m", "jupyter", "lite", "build", "--lite-dir", str(lite_dir),
                                  "--contents", str(content), *wheels, "--output-dir", str(outdir)],
                                 cwd=lite_dir, capture_output=True, text=True)
@@ -212,8 +277,9 @@ def main(argv: list[str]) -> int:
     notebooks = sorted(p.name for p in (outdir / "files").glob("*.ipynb"))
     exercises = sorted(p.name for p in (outdir / "files" / "exercises").glob("*.ipynb"))
     print(f"JupyterLite site in {outdir}: {len(notebooks)} notebooks, {len(exercises)} exercise student copies, "
-          f"mha_lists, Pyodide {PYODIDE_VERSION} with {len(in_lock)} wheels, "
-          f"{', '.join(w.name.split('-')[0] for w in (own, *extra))} for piplite; no CDN needed")
+          f"mha_lists, Pyodide {PYODIDE_VERSION} with {len(in_lock)} wheels "
+          f"({', '.join(KERNEL_START_PACKAGES)} installed by every kernel as it starts), "
+          f"{', '.join(w.name.split('-')[0] for w in extra)} for piplite; no CDN needed")
     return 0
 
 

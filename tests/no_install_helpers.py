@@ -2,8 +2,11 @@
 
 ``need`` skips a test whose tools are missing, or fails it where CI sets
 MHA_LISTS_REQUIRE_BROWSER=1. ``run_in_pyodide`` runs Python code under Pyodide in Node.
-``serve`` serves a folder on 127.0.0.1; ``chromium`` opens Debian's headless chromium through
-Playwright with every request recorded and every one that would leave 127.0.0.1 aborted.
+``serve`` serves a folder on 127.0.0.1, ``serve_as_the_readme_does`` with
+``python -m http.server -d FOLDER``; ``chromium`` opens Debian's headless chromium through
+Playwright with every request recorded and every one that would leave the serving host aborted:
+127.0.0.1, or a school server's name (``host="classroom.lan"``, resolved to 127.0.0.1), which
+makes the page an insecure origin, as a lab's server reached over plain http is.
 ``cli_tables`` and ``page_parts`` read the CLI's text and the page's HTML into the same
 plain lists: a table is ``(caption, column_labels, rows)`` with rows
 ``[(row_label, [cell, ...]), ...]``, every cell the text shown, so two equal tables show
@@ -20,6 +23,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from html.parser import HTMLParser
 from typing import Iterator
@@ -83,24 +87,43 @@ def serve(folder: pathlib.Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def chromium(profile: pathlib.Path, width: int = 1600, height: int = 1000):
+def serve_as_the_readme_does(folder: pathlib.Path) -> Iterator[int]:
+    """``python -m http.server -d folder``, the README's command (its MIME types, its handler), bound to
+    127.0.0.1 on a free port; yield the port."""
+    server = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
+                               "--directory", str(folder)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = server.stdout.readline()  # "Serving HTTP on 127.0.0.1 port 40123 (http://...) ..."
+        port = re.search(r" port (\d+) ", line)
+        assert port, f"python -m http.server said {line!r}"
+        yield int(port.group(1))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def chromium(profile: pathlib.Path, width: int = 1600, height: int = 1000, host: str = "127.0.0.1"):
     """Headless Debian chromium (Playwright), a fresh profile; ``context.requests`` records every URL
-    asked for, ``context.blocked`` those not on 127.0.0.1, which are aborted: the outside is unreachable."""
+    asked for, ``context.blocked`` those not on host, which are aborted: the outside is unreachable.
+    Any host but 127.0.0.1 resolves to 127.0.0.1 (``--host-resolver-rules``) and only it answers."""
     need(pathlib.Path(CHROMIUM).exists(), f"chromium is not installed at {CHROMIUM} (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         need(False, 'Playwright for Python is not installed (pip install -e ".[browser]")')
+    flags = CHROMIUM_FLAGS if host == "127.0.0.1" else [*CHROMIUM_FLAGS, f"--host-resolver-rules=MAP {host} 127.0.0.1"]
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            str(profile), executable_path=CHROMIUM, headless=True, args=flags,
             viewport={"width": width, "height": height})
         context.requests, context.blocked = [], []
 
         def route(request_route):
             url = request_route.request.url
             context.requests.append(url)
-            if urlsplit(url).hostname == "127.0.0.1":
+            if urlsplit(url).hostname == host:
                 request_route.continue_()
             else:
                 context.blocked.append(url)

@@ -2,13 +2,18 @@
 
 The site is built once; then
   - its files: every notebook, the exercise student copies, the module beside both, Pyodide
-    with every wheel the kernel loads (hashes checked), no address of a CDN in its settings;
-  - in headless Chromium with every host but the serving 127.0.0.1 unreachable: the REPL app
-    (``repl/index.html?kernel=python&code=...``) starts the real kernel, imports mha_lists,
-    runs the code of every notebook and prints what each cell printed, compared with the
-    stored output; and the exercise student copies import the mha_lists beside them;
-  - the same site pointed at the CDN instead (what it was before): the kernel cannot load,
-    and the learner reads a message saying so.
+    with every wheel the kernel loads (hashes checked), among them mha_lists and the files the
+    notebooks read, installed by every kernel as it starts; no address of a CDN in its settings;
+  - served as the README says (``python -m http.server -d SITE``), in headless Chromium with
+    every host but the server unreachable, twice: as http://127.0.0.1 (a secure origin: a
+    service worker gives the kernel the files beside the notebooks, /drive) and as
+    http://classroom.lan (a lab's server over plain http: no service worker, no /drive). Each
+    time the REPL app (``repl/index.html?kernel=python&code=...``) starts the real kernel,
+    imports mha_lists, runs the code of every notebook and compares what each cell printed
+    with the stored output, and runs the exercise student copies;
+  - on classroom.lan, notebook 00a in the notebook app, Run All, as a learner does it;
+  - the same site pointed at the CDN instead (what it was before), or missing the module's
+    wheel: the learner reads a message saying what failed.
 Needs the `lite` extra, node and `npm ci` to build, Debian's chromium and Playwright for the
 browser; skips without them, fails instead where MHA_LISTS_REQUIRE_BROWSER=1 (CI).
 """
@@ -28,9 +33,12 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from mha_lists.tools.site import PYODIDE_VERSION
-from no_install_helpers import ROOT, chromium, need, need_node_and_pyodide, serve
+from no_install_helpers import ROOT, chromium, need, need_node_and_pyodide, serve_as_the_readme_does
 
 KERNEL_SETTINGS = "@jupyterlite/pyodide-kernel-extension:kernel"
+# A lab's server reached over plain http under its own name: not a secure origin, so no service worker.
+SCHOOL_HOST = "classroom.lan"
+SITE_PACKAGES = "/lib/python3.14/site-packages/"
 LITE_KERNELSPEC = {"display_name": "Python (Pyodide)", "language": "python", "name": "python"}
 
 # Differences of a few units in the last place, which some cells print, depend on the
@@ -40,42 +48,60 @@ LITE_KERNELSPEC = {"display_name": "Python (Pyodide)", "language": "python", "na
 # Every other printed character must match.
 LAST_PLACE = r"\b\d\.\de-1[5-8]\b|\b\d+ ulp\b|\berror \de-\d\d\b"
 
-# Run in the kernel, in the REPL, with /drive (the site's files) as the working directory.
+# Run in the kernel, in the REPL. Its working directory is /drive (the site's files) where a service
+# worker serves it; without one there is no /drive and the kernel stays in /home/pyodide. The
+# notebooks' cells are what the notebook app would send: read from /drive, or else from the site.
 RUN_NOTEBOOKS = r"""
-import contextlib, glob, io, json, os, re, sys
+import contextlib, importlib.metadata, io, json, os, re, sys
+from pyodide.http import open_url
 LAST_PLACE = re.compile(LAST_PLACE_PATTERN)
-report = {"python": "%d.%d.%d" % sys.version_info[:3], "cwd": os.getcwd(), "notebooks": [], "compared": 0,
-          "mismatches": [], "exercises": {}}
-import mha_lists
-report["mha_lists"] = mha_lists.__file__
-for path in sorted(glob.glob("*.ipynb")):
+DRIVE = os.path.isdir("/drive")
+
+def code_cells(folder, name):
+    text = open(name, encoding="utf-8").read() if DRIVE else open_url(SITE + "files/" + folder + name).read()
+    return [c for c in json.loads(text)["cells"] if c["cell_type"] == "code"]
+
+report = {"python": "%d.%d.%d" % sys.version_info[:3], "cwd": os.getcwd(), "drive": DRIVE,
+          "beside": sorted(os.listdir(".")), "installed": None,
+          "notebooks": [], "compared": 0, "mismatches": [], "errors": [], "exercises": {}}
+with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+    report["installed"] = importlib.metadata.version("mha-lists")
+try:
+    import mha_lists
+    report["mha_lists"] = mha_lists.__file__
+except ImportError as error:
+    report["mha_lists"] = f"{type(error).__name__}: {error}"
+for path in NOTEBOOKS:
     namespace = {"__name__": "__main__"}
-    cells = [c for c in json.load(open(path, encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
-    for n, cell in enumerate(cells):
+    for n, cell in enumerate(code_cells("", path)):
         out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile("".join(cell["source"]), f"{path}, code cell {n}", "exec"), namespace)
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile("".join(cell["source"]), f"{path}, code cell {n}", "exec"), namespace)
+        except Exception as error:
+            report["errors"].append([path, n, f"{type(error).__name__}: {error}"])
+            break
         if cell["outputs"] and all(o["output_type"] == "stream" and o["name"] == "stdout" for o in cell["outputs"]):
             stored = "".join("".join(o["text"]) for o in cell["outputs"])
             report["compared"] += 1
             if LAST_PLACE.sub("~", out.getvalue()) != LAST_PLACE.sub("~", stored):
                 report["mismatches"].append([path, n, stored[:300], out.getvalue()[:300]])
     report["notebooks"].append(path)
-os.chdir("exercises")  # as a student copy's kernel starts: in its own folder
+if DRIVE:
+    os.chdir("exercises")  # as a student copy's kernel starts: in its own folder
 for name in [m for m in sys.modules if m == "mha_lists" or m.startswith("mha_lists.")]:
     del sys.modules[name]
-for path in sorted(glob.glob("*.ipynb")):
+for path in EXERCISES:
     namespace = {"__name__": "__main__"}
-    cells = [c for c in json.load(open(path, encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
     stopped = "ran to the end"
-    for cell in cells:
+    for cell in code_cells("exercises/", path):
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 exec("".join(cell["source"]), namespace)
         except Exception as error:
             stopped = type(error).__name__
             break
-    report["exercises"][path] = [stopped, sys.modules["mha_lists"].__file__]
+    report["exercises"][path] = [stopped, getattr(sys.modules.get("mha_lists"), "__file__", None)]
 print("REPORT " + json.dumps(report))
 """
 
@@ -118,6 +144,7 @@ def test_the_site_holds_every_notebook_the_exercises_and_the_module(lite_site):
         ours, theirs = (json.loads(path.read_text(encoding="utf-8")) for path in (notebook, lite_site / "files" / notebook.name))
         assert theirs["cells"] == ours["cells"]
         assert theirs["metadata"] == {**ours["metadata"], "kernelspec": LITE_KERNELSPEC}
+    assert (lite_site / "files" / "glossary.md").read_bytes() == (ROOT / "notebooks" / "glossary.md").read_bytes()
     exercises = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
     assert len(exercises) >= 1
     copies = sorted((lite_site / "files" / "exercises").glob("*.ipynb"))
@@ -140,12 +167,33 @@ def test_the_student_copies_hold_no_solution(lite_site):
         assert "### BEGIN SOLUTION" not in text and "raise NotImplementedError()" in text, copy.name
 
 
-def test_the_site_carries_the_module_and_the_kernels_other_wheels_for_piplite(lite_site):
+def test_the_site_carries_the_kernels_other_wheels_for_piplite(lite_site):
     index = json.loads((lite_site / "pypi" / "all.json").read_text(encoding="utf-8"))
-    assert {"mha-lists", "comm", "ipython-pygments-lexers"} <= {name.replace("_", "-") for name in index}
-    (wheel,) = (lite_site / "pypi").glob("mha_lists-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    assert "mha_lists/__init__.py" in names and "mha_lists/tools/site_files/index.html" in names
+    assert {name.replace("_", "-") for name in index} == {"comm", "ipython-pygments-lexers"}
+    assert not list((lite_site / "pypi").glob("mha_lists*"))  # one way in for the module: at kernel start
+
+
+def test_every_kernel_installs_the_module_and_the_notebooks_files_as_it_starts(lite_site):
+    """From static/pyodide, by Pyodide as it starts, on any origin: no service worker needed."""
+    settings = kernel_settings(lite_site)
+    assert settings["loadPyodideOptions"] == {"packages": ["mha-lists", "mha-lists-notebook-files"]}
+    pyodide = lite_site / "static" / "pyodide"
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))["packages"]
+    module = zipfile.ZipFile(pyodide / lock["mha-lists"]["file_name"])
+    assert lock["mha-lists"]["imports"] == ["mha_lists"]
+    for source in sorted((ROOT / "mha_lists").rglob("*.py")):  # the module beside the notebooks, byte for byte
+        assert module.read(source.relative_to(ROOT).as_posix()) == source.read_bytes(), source
+    for data in ("mha_lists/data/read_text_run.json", "mha_lists/data/genesis.txt",
+                 "mha_lists/tools/site_files/index.html"):
+        assert module.read(data) == (ROOT / data).read_bytes(), data
+    files = zipfile.ZipFile(pyodide / lock["mha-lists-notebook-files"]["file_name"])
+    beside = sorted((ROOT / "notebooks").glob("*.json"))
+    assert [p.name for p in beside] == ["19_induction_run.json"]
+    data = sorted(name for name in files.namelist() if ".data/" in name)
+    assert data == [f"mha_lists_notebook_files-0.1.0.data/data/home/pyodide/{p.name}" for p in beside]
+    for name, path in zip(data, beside):
+        assert files.read(name) == path.read_bytes()
+        assert (lite_site / "files" / path.name).read_bytes() == path.read_bytes()  # and beside the notebooks
 
 
 def test_the_site_bundles_the_pages_pyodide_with_every_wheel_its_lock_names(lite_site):
@@ -177,27 +225,102 @@ def run_in_the_repl(context, url: str, code: str, wait_ms: int = 300_000):
     return page, output, banner.inner_text() if banner else None
 
 
-def test_offline_the_kernel_starts_and_runs_every_notebook(lite_site, tmp_path):
-    code = f"LAST_PLACE_PATTERN = {LAST_PLACE!r}\n" + RUN_NOTEBOOKS
-    with serve(lite_site) as url, chromium(tmp_path / "profile") as context:
-        page, output, banner = run_in_the_repl(context, url, code)
+def origin(page) -> dict:
+    """What the browser allows this page: a secure context, service workers."""
+    return page.evaluate("({secure: window.isSecureContext, serviceWorker: 'serviceWorker' in navigator})")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", SCHOOL_HOST])
+def test_offline_the_kernel_starts_and_runs_every_notebook(lite_site, tmp_path, host):
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    exercises = sorted(p.name for p in (lite_site / "files" / "exercises").glob("*.ipynb"))
+    with serve_as_the_readme_does(lite_site) as port, chromium(tmp_path / "profile", host=host) as context:
+        site = f"http://{host}:{port}/"
+        code = (f"LAST_PLACE_PATTERN = {LAST_PLACE!r}\nSITE = {site!r}\nNOTEBOOKS = {notebooks!r}\n"
+                f"EXERCISES = {exercises!r}\n" + RUN_NOTEBOOKS)
+        page, output, banner = run_in_the_repl(context, site, code)
         assert banner is None, banner
         line = next((line for line in output.splitlines() if line.startswith("REPORT ")), None)
         assert line is not None, output[-3000:]
         report = json.loads(line[len("REPORT "):])
+        allowed = origin(page)
+        service_workers = [worker.url for worker in context.service_workers]
         page.close()
         requests, blocked = list(context.requests), list(context.blocked)
-    assert report["python"].startswith("3.14.") and report["cwd"] == "/drive"
-    assert report["mha_lists"] == "/drive/mha_lists/__init__.py"
-    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert report["python"].startswith("3.14.")
+    if host == "127.0.0.1":  # a secure origin: the kernel reads the notebooks' folder through the service worker
+        assert allowed == {"secure": True, "serviceWorker": True} and service_workers, service_workers
+        assert report["drive"] and report["cwd"] == "/drive" and set(notebooks) <= set(report["beside"])
+        # The notebook's folder comes first, as on a desktop: the mha_lists beside it, not the wheel's.
+        beside, beside_exercises = "/drive/mha_lists/__init__.py", "/drive/exercises/mha_lists/__init__.py"
+    else:  # no service worker: nothing beside the notebooks reaches the kernel but what the wheels installed
+        assert allowed == {"secure": False, "serviceWorker": False} and service_workers == []
+        assert not report["drive"] and report["cwd"] == "/home/pyodide"
+        assert [name for name in report["beside"] if not name.startswith(".")] == ["19_induction_run.json"]
+        beside = beside_exercises = SITE_PACKAGES + "mha_lists/__init__.py"
+    assert report["mha_lists"] == beside
+    assert report["installed"] == "0.1.0"  # from the wheel, wherever the import found the module
+    assert report["errors"] == []
     assert report["notebooks"] == notebooks and report["compared"] > 300
     assert report["mismatches"] == []
-    # Each student copy runs, with the mha_lists beside it, until the first answer left to write.
-    assert report["exercises"] and all(stopped == ["NotImplementedError", "/drive/exercises/mha_lists/__init__.py"]
-                                       for stopped in report["exercises"].values()), report["exercises"]
-    assert blocked == [], f"the kernel asked outside 127.0.0.1: {blocked}"
+    # Each student copy runs, with the module, until the first answer left to write.
+    assert len(report["exercises"]) == len(exercises) >= 1
+    assert all(stopped == ["NotImplementedError", beside_exercises] for stopped in report["exercises"].values()), \
+        report["exercises"]
+    assert blocked == [], f"the kernel asked outside {host}: {blocked}"
     fetched = [urlsplit(r).path for r in requests]
-    assert "/static/pyodide/pyodide.asm.wasm" in fetched and "/static/pyodide/micropip-0.11.1-py3-none-any.whl" in fetched
+    assert {"/static/pyodide/pyodide.asm.wasm", "/static/pyodide/micropip-0.11.1-py3-none-any.whl",
+            "/static/pyodide/mha_lists-0.1.0-py3-none-any.whl"} <= set(fetched)
+
+
+def test_on_a_school_server_over_http_notebook_00a_runs_in_the_notebook_app(lite_site, tmp_path):
+    """The report that started this: served over plain http under the lab's name, 00a's first cell
+    raised ModuleNotFoundError and every later cell failed. As a learner does it: open 00a, Run All."""
+    with serve_as_the_readme_does(lite_site) as port, chromium(tmp_path / "profile", host=SCHOOL_HOST) as context:
+        page = context.new_page()
+        page.goto(f"http://{SCHOOL_HOST}:{port}/notebooks/index.html?path=00a_attention_on_paper.ipynb")
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=120_000)
+        last_output = ("[...document.querySelectorAll('.jp-OutputArea-output')]"  # the last cell's
+                       ".some((o) => /one head: /.test(o.textContent))")
+        page.get_by_role("menuitem", name="Edit").click()
+        page.get_by_text("Clear Outputs of All Cells", exact=True).click()  # the stored ones
+        page.wait_for_function("!" + last_output)
+        page.get_by_role("menuitem", name="Run").click()
+        page.get_by_text("Run All Cells", exact=True).click()
+        page.wait_for_function("document.querySelector('.jp-OutputArea-output[data-mime-type="
+                               "\"application/vnd.jupyter.stderr\"]') || document.getElementById('mha-kernel-failed') "
+                               "|| " + last_output, timeout=180_000)
+        # textContent, not innerText: a cell scrolled out of view shows no innerText
+        streams = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']").all_text_contents()
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_text_contents()
+        banner = page.query_selector("#mha-kernel-failed")
+        allowed = origin(page)
+        page.screenshot(path=str(tmp_path / "00a.png"))
+        page.close()
+        blocked = list(context.blocked)
+    assert allowed == {"secure": False, "serviceWorker": False}
+    assert banner is None and errors == [], errors
+    assert streams[0].startswith("3 tokens, d_model = 4, 2 heads")  # the first cell that prints: the module works
+    assert ("Q, K, V match: True\nscaled scores match: True\nattention matches: True\noutput matches: True\n"
+            in streams)  # Step 9, the check the instructor guide asks for on a lab machine
+    assert streams == stored_stdout(ROOT / "notebooks" / "00a_attention_on_paper.ipynb")  # every cell, as stored
+    assert blocked == []
+
+
+def stored_stdout(notebook) -> list[str]:
+    """What a notebook's cells printed, as the notebook app shows it: one text per run of stdout outputs."""
+    texts = []
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        previous = None
+        for output in cell.get("outputs", []):
+            stdout = output["output_type"] == "stream" and output["name"] == "stdout"
+            if stdout and previous == "stdout":
+                texts[-1] += "".join(output["text"])
+            elif stdout:
+                texts.append("".join(output["text"]))
+            previous = "stdout" if stdout else output["output_type"]
+    return texts
 
 
 def test_when_the_kernel_cannot_load_the_learner_reads_why(lite_site, tmp_path):
@@ -209,8 +332,8 @@ def test_when_the_kernel_cannot_load_the_learner_reads_why(lite_site, tmp_path):
     cdn = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/pyodide.mjs"
     config["jupyter-config-data"]["litePluginSettings"][KERNEL_SETTINGS]["pyodideUrl"] = cdn
     config_path.write_text(json.dumps(config), encoding="utf-8")
-    with serve(site) as url, chromium(tmp_path / "profile") as context:
-        page, output, banner = run_in_the_repl(context, url, "print(6 * 7)", wait_ms=120_000)
+    with serve_as_the_readme_does(site) as port, chromium(tmp_path / "profile") as context:
+        page, output, banner = run_in_the_repl(context, f"http://127.0.0.1:{port}/", "print(6 * 7)", wait_ms=120_000)
         assert banner is not None, output
         assert banner.startswith("Python could not start here, so the code cells will not run.")
         assert cdn in banner  # the reason: the module that did not load
@@ -220,12 +343,30 @@ def test_when_the_kernel_cannot_load_the_learner_reads_why(lite_site, tmp_path):
     assert "42" not in output
 
 
+def test_when_the_module_cannot_be_installed_the_learner_reads_why(lite_site, tmp_path):
+    """A copy of the site without the module's wheel: Python starts, without mha_lists, and says so."""
+    site = tmp_path / "site"
+    shutil.copytree(lite_site, site)
+    (wheel,) = (site / "static" / "pyodide").glob("mha_lists-*.whl")
+    wheel.unlink()
+    with serve_as_the_readme_does(site) as port, chromium(tmp_path / "profile", host=SCHOOL_HOST) as context:
+        page, output, banner = run_in_the_repl(context, f"http://{SCHOOL_HOST}:{port}/", "import mha_lists",
+                                               wait_ms=120_000)
+        assert banner is not None, output
+        assert banner.startswith("Python started without mha-lists, so the notebooks' code cells will fail. "
+                                 "Reason: mha-lists could not be installed (")
+        assert "copy of the site is missing files" in banner
+        assert page.get_by_role("alert").filter(has_text="Python started without mha-lists").is_visible()
+        page.close()
+        assert context.blocked == []
+
+
 def test_a_student_copy_runs_in_the_notebook_app_with_the_module_beside_it(lite_site, tmp_path):
     """As a learner does it: open an exercise in the notebook app, Run All; it stops at the first answer to write."""
     (copy, *_) = sorted((lite_site / "files" / "exercises").glob("*.ipynb"))
-    with serve(lite_site) as url, chromium(tmp_path / "profile") as context:
+    with serve_as_the_readme_does(lite_site) as port, chromium(tmp_path / "profile") as context:
         page = context.new_page()
-        page.goto(url + "notebooks/index.html?path=exercises/" + copy.name)
+        page.goto(f"http://127.0.0.1:{port}/notebooks/index.html?path=exercises/" + copy.name)
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=120_000)
         assert page.locator(".jp-Dialog").count() == 0  # no "Select Kernel": the copy names JupyterLite's kernel
