@@ -62,7 +62,8 @@ from ..core.checks import (check_type, ShapeError, check_int, check_number, chec
                            shorten, too_large)
 from ..core.matrix import Matrix
 from .model import (Model, Sizes, Step, Trace, check_ids, check_model, check_progress, check_training_work,
-                    check_work, fit, forward_work, loss_of, random_model, run, sequence_gradients)
+                    check_work, fit, forward_work, loss_of, previous_share, random_model, run,
+                    sequence_gradients)
 from .model import flatten, forward, unflatten  # noqa: F401 -- the one model's, used here as they are
 from .weights import derive_rng
 
@@ -490,7 +491,7 @@ def _sequence_scores(t: Trace, L: int) -> list[list[tuple[float, float]]]:
     for layer in t.layers:
         row = []
         for A in layer.attention:
-            prev = math.fsum(A[i][i - 1] for i in range(1, T)) / (T - 1)
+            prev = previous_share(A)  # A is (T, T)
             ind = math.fsum(A[i][i - L + 1] for i in range(L, T)) / (T - L)
             row.append((prev, ind))
         out.append(row)

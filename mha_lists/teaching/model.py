@@ -40,6 +40,7 @@ AdamState, adam_step, adam_update      the optimiser, written out
 train, fit                             Adam on each batch in turn, with a progress callback
 check_model, check_ids, check_...     the checks a function taking these runs at its top
 forward_work, check_work, ...          how much arithmetic a call takes; its limits
+random_model, previous_share           a task's starting model; a head's share on the token before
 =====================================  ===================================================
 
 The pairs above are a public function that checks its arguments and a step
@@ -218,6 +219,12 @@ def random_model(seed: int, name: str, vocab_size: int, d_model: int, num_heads:
     return Model(token_embeddings=draw(vocab_size, d, "token_embeddings", 1.0),
                  position_embeddings=draw(positions, d, "position_embeddings", 1.0),
                  layers=layers, W_U=draw(d, vocab_size, "W_U", std), positions="queries and keys")
+
+
+def previous_share(A: Matrix) -> float:  # (T, T), T >= 2 -> the mean of A[i][i - 1]
+    """The mean attention from each position i >= 1 to position i - 1: how much a head reads the token
+    before (1.0 for a perfect previous-token head). The tasks measure their heads with it; unchecked."""
+    return math.fsum(A[i][i - 1] for i in range(1, len(A))) / (len(A) - 1)
 
 
 # === How much arithmetic ===

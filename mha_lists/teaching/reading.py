@@ -55,7 +55,7 @@ from ..core.checks import check_int, check_number, check_positive_int, check_typ
 from ..core.softmax_and_masks import softmax_of_rows
 from .induction import head_scores as repeat_scores
 from .model import (Model, Step, check_model, check_progress, check_training_work, fit, flatten, forward_work, loss_of,
-                    random_model, run, shaped)
+                    previous_share, random_model, run, shaped)
 from .weights import derive_rng
 
 __all__ = [  # what notebook 07b imports; the rest is documented in the map above
@@ -297,16 +297,13 @@ def head_scores(model: Model, count: int = HELD_OUT) -> list[HeadScore]:
     check_count("head_scores", count)
     rng = derive_rng(EVAL_SEED, "read_text/held-out random runs")
     runs = [[rng.randrange(1, len(VOCAB)) for _ in range(rng.randint(4, T // 2))] for _ in range(count)]
-    text = encode(validation_text())
-    starts = derive_rng(EVAL_SEED, "read_text/held-out text")
     sums: list[list[list[float]]] = [[[] for _ in w.W_Q] for w in model.layers]
     try:
         induction = repeat_scores(model, [r + r for r in runs])
-        for _ in range(count):
-            start = starts.randrange(len(text) - T)
-            for layer, attention in enumerate(run(model, text[start:start + T]).layers):
+        for ids in _held_out_text(T, count):
+            for layer, attention in enumerate(run(model, ids[:-1]).layers):
                 for h, A in enumerate(attention.attention):
-                    sums[layer][h].append(math.fsum(A[i][i - 1] for i in range(1, T)) / (T - 1))
+                    sums[layer][h].append(previous_share(A))
     except OverflowError as error:
         raise too_large("head_scores", error) from None
     prev = [[math.fsum(s) / count for s in layer] for layer in sums]
@@ -324,8 +321,7 @@ def in_context_loss(model: Model, count: int = HELD_OUT) -> tuple[float, float]:
             logits = run(model, w.ids[:-1]).logits
             for i in range(w.length - 1):  # position p predicts ids[p + 1]
                 first.append(loss_of([logits[w.first + i]], [w.ids[w.first + i + 1]])[0])
-                if w.second + i < T:
-                    second.append(loss_of([logits[w.second + i]], [w.ids[w.second + i + 1]])[0])
+                second.append(loss_of([logits[w.second + i]], [w.ids[w.second + i + 1]])[0])
     except OverflowError as error:
         raise too_large("in_context_loss", error) from None
     return math.fsum(first) / len(first), math.fsum(second) / len(second)
@@ -335,17 +331,21 @@ def validation_loss(model: Model, count: int = HELD_OUT) -> float:
     """Mean loss per character on ``count`` windows of plain validation text (no repeats), every position."""
     T = _check_trained("validation_loss", model)
     check_count("validation_loss", count)
-    text = encode(validation_text())
-    rng = derive_rng(EVAL_SEED, "read_text/held-out text")
     losses = []
     try:
-        for _ in range(count):
-            start = rng.randrange(len(text) - T)
-            ids = text[start:start + T + 1]
+        for ids in _held_out_text(T, count):
             losses.append(loss_of(run(model, ids[:-1]).logits, ids[1:])[0])
     except OverflowError as error:
         raise too_large("validation_loss", error) from None
     return math.fsum(losses) / len(losses)
+
+
+def _held_out_text(window: int, count: int) -> list[list[int]]:
+    """``count`` stretches of window + 1 characters of plain validation text, the same for every run (the
+    model reads the first ``window`` and predicts the last ``window``)."""
+    text = encode(validation_text())
+    starts = derive_rng(EVAL_SEED, "read_text/held-out text")
+    return [text[start:start + window + 1] for start in (starts.randrange(len(text) - window) for _ in range(count))]
 
 
 def baselines() -> tuple[float, float]:
@@ -484,7 +484,7 @@ def head_jobs(model: Model, text: str) -> list[HeadJob]:
     jobs = []
     for layer, heads in enumerate(attention):
         for h, A in enumerate(heads):
-            prev = math.fsum(A[i][i - 1] for i in range(1, len(A))) / (len(A) - 1) if len(A) > 1 else 0.0
+            prev = previous_share(A) if len(A) > 1 else 0.0
             ind = math.fsum(math.fsum(A[i][k] for k in after) for i, after in repeats) / len(repeats) \
                 if repeats else None
             job = ("previous character" if prev >= 0.5 else

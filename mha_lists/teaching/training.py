@@ -46,6 +46,7 @@ from ..core.checks import check_type, ShapeError, check_int, check_matrix, check
 from ..core.matrix import Matrix
 from .example import EMBED_STD, Example
 from .model import (AdamState, Model, Sizes, adam_step, batch_step, check_ids, check_model, check_training_work,
+                    previous_share,
                     check_work, cross_entropy, fit, flatten, forward, forward_work, run, sequence_gradients,
                     unflatten)
 from .weights import check_layer_settings, check_size, check_std, derive_rng, init_matrix, init_mha_weights
@@ -245,7 +246,7 @@ def previous_token_weight(attention: Matrix) -> float:
     if rows != cols or rows < 2:
         raise ShapeError(f"previous_token_weight: attention is {rows}x{cols}; it must be square "
                          "(self-attention) with at least 2 rows")
-    return _previous(attention)
+    return previous_share(attention)
 
 
 def attention_weights(model: Model, ids: Sequence[int]) -> list[Matrix]:
@@ -265,14 +266,10 @@ def previous_token_weights(model: Model, sequences: Sequence[Sequence[int]]) -> 
     check_work("previous_token_weights", "one forward pass of each sequence",
                check_sequences("previous_token_weights", "sequences", sequences, sizes))
     try:
-        per_sequence = [[_previous(A) for A in run(model, ids).layers[0].attention] for ids in sequences]
+        per_sequence = [[previous_share(A) for A in run(model, ids).layers[0].attention] for ids in sequences]
     except OverflowError as error:
         raise too_large("previous_token_weights", error) from None
     return [math.fsum(column) / len(sequences) for column in zip(*per_sequence)]
-
-
-def _previous(A: Matrix) -> float:  # previous_token_weight, unchecked
-    return math.fsum(A[i][i - 1] for i in range(1, len(A))) / (len(A) - 1)
 
 
 def accuracy(model: Model, sequences: Sequence[Sequence[int]]) -> float:
