@@ -138,7 +138,7 @@ def test_running_example_reports_under_its_own_name():
                     dict(num_heads=2.0), dict(seed=None), dict(embed_std=0), dict(embed_std="1"), dict(d_k=10**9),
                     dict(seed=10**5000), dict(n_layer=0), dict(trained="yes"), dict(trained=True, sentence="x" * 25),
                     dict(trained=True, sentence=""), dict(trained=True, sentence=5), dict(trained=True, d_model=16),
-                    dict(trained=True, num_heads=3), dict(trained=True, init="normal"), dict(trained=True, bias="no"),
+                    dict(trained=True, num_heads=4), dict(trained=True, init="normal"), dict(trained=True, bias="no"),
                     dict(trained=True, bias=1), dict(trained=True, seed="x")):
         refused("running_example", lambda: running_example(**options))
 

@@ -5,6 +5,7 @@ and the shipped run itself."""
 import collections
 import math
 import random
+import re
 
 import pytest
 
@@ -109,7 +110,7 @@ def test_make_window_checks_its_arguments():
 
 
 def test_training_gives_the_same_bits_twice_and_lowers_the_loss():
-    s = reading.Settings(d_model=8, num_heads=2, window=8, batch_size=2, steps=12, seed=3)
+    s = reading.Settings(d_model=8, heads=(2, 1), window=8, batch_size=2, steps=12, warmup=3, seed=3)
     a, history = reading.train(s)
     b, again = reading.train(s)
     assert flatten(a) == flatten(b) and history == again
@@ -120,11 +121,22 @@ def test_training_gives_the_same_bits_twice_and_lowers_the_loss():
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(d_model=10, num_heads=3), "train: d_model 10 is not divisible by num_heads 3"),
+    (dict(d_model=10, heads=(2, 3)), "train: d_model 10 is not divisible by heads[1] = 3"),
+    (dict(heads=2), "train: heads must be a tuple of 1 to 4 head counts, one per layer, got 2"),
+    (dict(heads=()), "train: heads must be a tuple of 1 to 4 head counts"),
+    (dict(heads=(1, 1, 1, 1, 1)), "train: heads must be a tuple of 1 to 4 head counts"),
+    (dict(heads=(2, 0)), "train: heads[1] must be a positive int, got 0"),
+    (dict(heads=(9,)), "train: heads[0] is 9; it is at most 8 here"),
+    (dict(heads=(2.0,)), "train: heads[0] must be an int"),
     (dict(window=7), "train: window is 7; a window needs at least 8 characters"),
     (dict(steps=9_001), "train: steps is 9001; the limit is 9000"),
     (dict(steps=9_000, batch_size=64), "train: steps x batch_size x work per sequence = 9,000 x 64"),
     (dict(lr=0.0), "train: lr"),
+    (dict(lr_end=0.0), "train: lr_end"),
+    (dict(lr_end=0.03), "train: lr_end is 0.03, above lr (0.02); the rate falls to lr_end"),
+    (dict(warmup=-1), "train: warmup is -1; it must be 0 to steps - 1 (1,499)"),
+    (dict(warmup=1500), "train: warmup is 1500; it must be 0 to steps - 1 (1,499)"),
+    (dict(warmup=1.5), "train: warmup must be an int"),
     (dict(seed=1.5), "train: seed"),
 ])
 def test_bad_settings_are_named(change, message):
@@ -134,7 +146,7 @@ def test_bad_settings_are_named(change, message):
 
 
 def test_a_saved_run_reads_back_bit_for_bit_and_a_broken_one_is_named():
-    s = reading.Settings(d_model=8, num_heads=2, window=8, batch_size=1, steps=2)
+    s = reading.Settings(d_model=8, heads=(2, 1), window=8, batch_size=1, steps=2, warmup=1)
     model, history = reading.train(s)
     text = reading.run_to_json(s, model, history)
     settings, back, history_back = reading.run_from_json(text, "f: run.json")
@@ -296,3 +308,18 @@ def test_circuits_name_an_overflow_and_a_circuit_of_zeros():
     zero = MHAWeights([zeros(4, 2)], [zeros(4, 2)], [zeros(4, 2)], zeros(2, 4))
     with pytest.raises(ValueError, match="k_composition: .*every circuit must be finite and not all zeros"):
         circuits.k_composition(Model(zeros(V, 4), zeros(3, 4), [zero, zero], zeros(4, V)))
+
+
+def test_the_learning_rate_climbs_then_falls_to_lr_end():
+    s = reading.Settings(lr=0.02, warmup=100, lr_end=0.001, steps=1500)
+    rates = [reading.learning_rate(s, t) for t in range(1, s.steps + 1)]
+    assert rates[0] == 0.02 / 100 and rates[99] == 0.02  # a straight climb over the warm-up
+    assert all(a > b for a, b in zip(rates[99:], rates[100:]))  # then always down
+    assert rates[-1] == 0.001  # to lr_end exactly: cos(pi) = -1
+    assert reading.learning_rate(s._replace(warmup=0), 1) < 0.02  # no warm-up: the fall starts at once
+    for step, message in [(0, "learning_rate: step is 0; it must be 1 to steps (1,500)"),
+                          (1501, "learning_rate: step is 1501; it must be 1 to steps (1,500)")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            reading.learning_rate(s, step)
+    with pytest.raises(TypeError, match="learning_rate: step must be an int"):
+        reading.learning_rate(s, 1.0)

@@ -11,13 +11,13 @@ from mha_lists.teaching import reading
 from mha_lists.tools import read_text as command
 
 PROG = "python -m mha_lists.tools.read_text"
-TINY = reading.Settings(d_model=8, num_heads=2, window=8, batch_size=1, steps=2)
+TINY = reading.Settings(d_model=8, heads=(2, 1), window=8, batch_size=1, steps=2, warmup=1)
 
 
 @pytest.fixture
 def tiny(monkeypatch):
     """The command with tiny settings and 6 held-out windows per measure, so a run takes a second."""
-    monkeypatch.setattr(command, "Settings", lambda seed=0, steps=2: TINY._replace(seed=seed, steps=steps))
+    monkeypatch.setattr(command, "Settings", lambda seed=0, steps=2, **changes: TINY._replace(seed=seed, steps=steps, **changes))
     monkeypatch.setattr(command, "HELD_OUT", 6)
 
 
@@ -34,10 +34,10 @@ def run_main(argv):
 LINES = [
     r"trained 2 steps, seed 0: loss per character \d+\.\d\d -> \d+\.\d\d",
     *[rf"layer {layer} head {head}: previous-token [01]\.\d\d, induction [01]\.\d\d"
-      for layer in range(2) for head in range(2)],
+      for layer, heads in enumerate(TINY.heads) for head in range(heads)],
     r"in-context: loss on first copy \d+\.\d\d, second copy \d+\.\d\d",
     r"validation loss per character \d+\.\d\d \(unigram 2\.90, bigram 2\.25\)",
-    *[rf"K-composition L0H{g} -> L1H{h}: 0\.\d\d" for g in range(2) for h in range(2)],
+    *[rf"K-composition L0H{g} -> L1H{h}: 0\.\d\d" for g in range(TINY.heads[0]) for h in range(TINY.heads[1])],
     r"previous-token head L0H\d, induction head L1H\d, top K-composition pair L0H\d -> L1H\d",
     r"succeeded: (True|False) \(previous-token >= 0\.5, induction >= 0\.3, second copy <= 0\.85 x first: \d\.\d\d, "
     r"top K-composition pair = those heads: (True|False)\)",

@@ -273,7 +273,8 @@ def init_model(settings: Settings) -> Model:
     (8, 11, 2, 8)
     """
     s = check_settings("init_model", settings)
-    return random_model(s.seed, "induction", s.vocab_size, s.d_model, s.num_heads, s.num_layers, 2 * s.max_len - 1)
+    return random_model(s.seed, "induction", s.vocab_size, s.d_model, [s.num_heads] * s.num_layers,
+                        2 * s.max_len - 1)
 
 
 # === The task ===

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 from ..core import attention, gradients
 from ..core.attention import MHAWeights, AttentionTrace, check_weights
@@ -199,23 +199,23 @@ def check_targets(func: str, name: str, target: object, rows: int, vocab_size: i
     return scored
 
 
-def random_model(seed: int, name: str, vocab_size: int, d_model: int, num_heads: int, num_layers: int,
-                 positions: int) -> Model:
-    """A model to train from: N(0, 1) embeddings, N(0, 1/d_model) weights, positions entering layer 0's
+def random_model(seed: int, name: str, vocab_size: int, d_model: int, heads: Sequence[int], positions: int) -> Model:
+    """A model to train from: ``len(heads)`` layers, layer l with ``heads[l]`` heads of width
+    d_model // heads[l]; N(0, 1) embeddings, N(0, 1/d_model) weights, positions entering layer 0's
     queries and keys; each matrix drawn from ``derive_rng(seed, f"{name}/...")``, so a task's ``name``
     ("induction", "read_text") gives its own numbers. Its caller checks the sizes."""
-    d, h = d_model, num_heads
-    d_k, std = d // h, 1 / math.sqrt(d)
+    d, std = d_model, 1 / math.sqrt(d_model)
 
     def draw(rows: int, cols: int, part: str, sigma: float) -> Matrix:
         rng = derive_rng(seed, f"{name}/{part}")
         return [[rng.gauss(0.0, sigma) for _ in range(cols)] for _ in range(rows)]
 
     layers = []
-    for layer in range(num_layers):
-        heads = {part: [draw(d, d_k, f"layer{layer}/{part}/head{hh}", std) for hh in range(h)]
+    for layer, h in enumerate(heads):
+        d_k = d // h
+        drawn = {part: [draw(d, d_k, f"layer{layer}/{part}/head{hh}", std) for hh in range(h)]
                  for part in ("W_Q", "W_K", "W_V")}
-        layers.append(MHAWeights(heads["W_Q"], heads["W_K"], heads["W_V"], draw(h * d_k, d, f"layer{layer}/W_O", std)))
+        layers.append(MHAWeights(drawn["W_Q"], drawn["W_K"], drawn["W_V"], draw(h * d_k, d, f"layer{layer}/W_O", std)))
     return Model(token_embeddings=draw(vocab_size, d, "token_embeddings", 1.0),
                  position_embeddings=draw(positions, d, "position_embeddings", 1.0),
                  layers=layers, W_U=draw(d, vocab_size, "W_U", std), positions="queries and keys")
@@ -620,15 +620,16 @@ def check_progress(func: str, progress: object) -> None:
         raise TypeError(f"{func}: progress must be a function or None, got {shorten(progress)}")
 
 
-def fit(model: Model, batches: Sequence[Sequence[Pair]], *, lr: float,
+def fit(model: Model, batches: Sequence[Sequence[Pair]], *, lr: Union[float, Callable[[int], float]],
         progress: Optional[Callable[[Step], None]] = None) -> tuple[Model, list[float]]:
-    """``train`` on arguments already checked. An overflow is named after ``train``; ``progress``,
-    the caller's own function, is simply called."""
+    """``train`` on arguments already checked. ``lr`` is one learning rate, or a function giving
+    step 1, 2, ...'s (a schedule). An overflow is named after ``train``; ``progress``, the caller's
+    own function, is simply called."""
     params, state, losses = _flat(model), None, []
     for number, batch in enumerate(batches, 1):
         try:
             loss, grads, shares, traces = batch_step(shaped(params, model), batch)
-            params, state = adam_update(params, grads, state, lr=lr)
+            params, state = adam_update(params, grads, state, lr=lr(number) if callable(lr) else lr)
         except OverflowError as error:
             raise too_large("train", error) from None
         losses.append(loss)

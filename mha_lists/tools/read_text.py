@@ -103,7 +103,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_file_arguments(parser, args)
-    settings = Settings(seed=args.seed, steps=args.steps)
+    settings = Settings(seed=args.seed, steps=args.steps, warmup=min(Settings().warmup, args.steps - 1))
     saved = read_saved(parser, args.check, lambda path: run_from_json(
         read_file(parser.prog, path, "a saved run"), file_name(path))) if args.check else None
     if isinstance(saved, int):
