@@ -213,4 +213,4 @@ def test_a_heatmap_keeps_a_copy_of_its_matrix():
 
 def test_the_module_is_all_functions_and_two_classes():
     assert set(display.__all__) == {"format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap",
-                                    "bar_chart", "show"}
+                                    "bar_chart", "show", "explained_scores", "explained_weights", "explained_outputs"}

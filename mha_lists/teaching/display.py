@@ -3,6 +3,21 @@
 Everything here returns or prints strings at a fixed number of digits, so a
 notebook's stored output is the same on every machine. The HTML objects are
 plain HTML/CSS (no plotting library); outside Jupyter they print as text.
+
+``explained_scores``, ``explained_weights`` and ``explained_outputs`` compute one
+head's scores, weights or outputs with the module's own arithmetic and show them
+as a heatmap in which every number says how it was made: pointing at it shows
+its products (or exponentials) and their sum in a tooltip, and ``.explain(i, j)``
+returns the same text anywhere. How the tooltip reaches the learner: an HTML
+``title`` on a focusable ``<a tabindex="0">`` in each cell, because JupyterLab and
+JupyterLite sanitise an untrusted output (a notebook opened with its stored
+outputs) and keep ``title`` everywhere and ``tabindex`` only on ``a``, ``button``
+and form fields -- not on ``td``; they drop ``<style>`` and ``<script>``
+(packages/apputils/src/sanitizer.ts). So no CSS :hover or :focus rule is relied
+on. A browser shows a title on hover, not on keyboard focus, so a screen reader
+reads it as the focused number's description, a small table also lists every
+explanation in a ``<details>`` under it (it opens from the keyboard, with no
+script), and ``.explain(i, j)`` returns it.
 """
 
 from __future__ import annotations
@@ -12,11 +27,13 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import check_type, ShapeError, check_int, check_number, check_rows, check_vector, is_number, \
-    shorten
+from ..core.checks import check_type, ShapeError, check_int, check_number, check_rows, check_sizes, check_vector, \
+    is_number, shorten
+from ..core.matrix import Matrix
+from ..core.softmax_and_masks import Mask, check_mask, check_scores, masked
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
-           "show"]
+           "show", "explained_scores", "explained_weights", "explained_outputs"]
 
 
 # === What the display functions take ===
@@ -198,15 +215,19 @@ class Heatmap:
             out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold;">{title}{note}</caption>')
         out.append("<tr><th></th>" + "".join(
             f'<th style="{head}">{html.escape(c)}</th>' for c in self.cols) + "</tr>")
-        for label, row in zip(self.rows, self.M):
+        for i, (label, row) in enumerate(zip(self.rows, self.M)):
             tds = []
-            for x in row:
+            for j, x in enumerate(row):
                 t = 0.0 if not math.isfinite(x) else (x / 2 - self.vmin / 2) / half_span
                 bg, fg = _cell_colour(t)
-                tds.append(f'<td style="{cell}background:{bg};color:{fg};">{format_number(x, self.digits)}</td>')
+                tds.append(self._cell(i, j, format_number(x, self.digits), f"{cell}background:{bg};color:{fg};"))
             out.append(f'<tr><th style="{head}text-align:right;">{html.escape(label)}</th>{"".join(tds)}</tr>')
         out.append("</table>")
         return "\n".join(out)
+
+    def _cell(self, i: int, j: int, text: str, style: str) -> str:
+        """The td of entry [i][j], shown as ``text``, in the given style."""
+        return f'<td style="{style}">{text}</td>'
 
 
 def heatmap(M, *, row_labels=None, col_labels=None, digits: int = 2, title=None, vmin=None, vmax=None) -> Heatmap:
@@ -327,3 +348,242 @@ def show(obj) -> None:
         print(repr(obj))
     else:
         display(obj)
+
+
+# === Numbers that explain themselves ===
+
+MAX_EXPLAINED_TOKENS = 32  # rows or columns of an explained heatmap: past this, no one points at cells
+MAX_EXPLAINED_WIDTH = 1024  # d_k (or the keys a weighted sum adds): products behind one number
+MAX_EXPLAINED_COLUMNS = 32  # d_v: the columns of an explained output table
+MAX_LISTED = 64  # a table of at most this many entries also lists every explanation under it
+SHOWN_TERMS = 16  # a sum of at most this many terms is written out in full; a longer one shows its largest
+LARGEST_TERMS = 8  # ... this many, in order, then "+ ... N more"
+POINT_NOTE = "point at a number (or Tab to it) to see how it was made"
+
+
+class Explained(Heatmap):
+    """A Heatmap whose entry [i][j] carries ``explanations[i][j]``: the title of its cell in HTML (and, for a
+    small table, a list under it a keyboard can open), and ``explain(i, j)`` anywhere."""
+
+    def __init__(self, M, explanations, *, note: str, **options):
+        super().__init__(M, note=f"{note}; {POINT_NOTE}", **options)
+        self.explanations = [list(row) for row in explanations]
+        self.text_note = f"{note}; .explain(i, j) says how entry [i][j] was made"
+
+    def explain(self, i: int, j: int) -> str:
+        """How entry [i][j] was made, with its own numbers."""
+        for name, index, size in (("i", i, self.n), ("j", j, self.m)):
+            if not -size <= check_int("explain", name, index) < size:
+                raise ValueError(f"explain: {name} is {index}; the table is {self.n}x{self.m}")
+        return self.explanations[i][j]
+
+    def __repr__(self) -> str:
+        table = format_matrix(self.M, row_labels=self.rows, col_labels=self.cols, digits=self.digits, title=self.title)
+        return f"{self.text_note}\n{table}"
+
+    def _repr_html_(self) -> str:
+        # A title shows on hover, not on keyboard focus: a small table also lists every explanation in a
+        # <details>, which opens from the keyboard with no script and survives the sanitiser.
+        if self.n * self.m > MAX_LISTED:
+            return super()._repr_html_()
+        items = "\n\n".join(html.escape(text) for row in self.explanations for text in row)
+        return (super()._repr_html_() + '\n<details style="margin:0 0 4px 0;"><summary>how each number was made'
+                f'</summary><div style="white-space:pre-wrap;font-family:monospace;font-size:90%;">{items}</div>'
+                "</details>")
+
+    def _cell(self, i: int, j: int, text: str, style: str) -> str:
+        # The padding moves onto the <a>, so pointing anywhere in the cell shows the title.
+        style = style.replace("padding:4px 8px;", "padding:0;")
+        title = html.escape(self.explanations[i][j], quote=True)
+        return (f'<td style="{style}"><a tabindex="0" title="{title}" style="display:block;padding:4px 8px;">'
+                f"{text}</a></td>")
+
+
+def _short(x: float) -> str:
+    """A factor inside an explanation: 3 decimals, a negative one in brackets (``0.410×(-0.120)``)."""
+    text = format_number(x, 3)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _long(x: float) -> str:
+    """A sum or a result inside an explanation: 4 decimals."""
+    return format_number(x, 4)
+
+
+def _sum_of(terms: list[str], values: list[float]) -> str:
+    """The terms joined by " + "; past SHOWN_TERMS terms, the LARGEST_TERMS largest (in order), then how many
+    more and what they add up to."""
+    if len(terms) <= SHOWN_TERMS:
+        return " + ".join(terms)
+    keep = sorted(sorted(range(len(values)), key=lambda t: -abs(values[t]))[:LARGEST_TERMS])
+    rest = math.fsum(v for t, v in enumerate(values) if t not in keep)
+    return " + ".join(terms[t] for t in keep) + f" + ... {len(terms) - len(keep)} more (adding to {_long(rest)})"
+
+
+def _finite_sum(func: str, name: str, products: list[float], c: float) -> float:
+    """fsum of the products, when it (and it times c) is a finite float; else a message naming the entry."""
+    try:
+        total = math.fsum(products)
+    except (OverflowError, ValueError):  # fsum's running total, or inf - inf
+        total = math.inf
+    if not (math.isfinite(total) and math.isfinite(total * c)):
+        raise ValueError(f"{func}: {name} is too large for a float (about 1.8e308 at most)")
+    return total
+
+
+def check_tokens(func: str, tokens: object, key_tokens: object, queries: str, keys: str, T: int, T_k: int) -> list:
+    """Labels of the T queries (tokens: ``queries`` has T rows) and of the T_k keys (key_tokens, default tokens:
+    ``keys`` names where the T_k keys are); return the key labels."""
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"{func}: tokens must be a list of labels, one per query, got {shorten(tokens)}")
+    check_labels(func, "tokens", tokens, T, f"{queries} has {T} rows")
+    check_labels(func, "key_tokens", key_tokens, T_k, f"{keys} {T_k}")
+    if key_tokens is None and T != T_k:
+        raise ShapeError(f"{func}: {keys} {T_k} but {T} tokens were given; give key_tokens, one per key")
+    return list(tokens if key_tokens is None else key_tokens)
+
+
+def check_explained_sizes(func: str, sizes: dict, limits: tuple) -> None:
+    """Each (name, size name, limit) within its limit, or a message naming the argument and the limit."""
+    for name, size, most in limits:
+        if sizes[size] > most:
+            raise ValueError(f"{func}: {name} gives {size} = {sizes[size]:,}; an explained table takes at most "
+                             f"{most:,} (use heatmap for a bigger one)")
+
+
+def check_view(func: str, digits: object, title: object) -> None:
+    """Digits after the point, and a title that is a str or None."""
+    check_digits(func, digits)
+    if title is not None:
+        check_type(func, "title", title, str, "a str")
+
+
+def explained_scores(Q: Matrix, K: Matrix, tokens: Sequence[str], key_tokens: Optional[Sequence[str]] = None, *,
+                     mask: Optional[Mask] = None, scale: Optional[float] = None, digits: int = 2,
+                     title: Optional[str] = None) -> Explained:  # (T, d_k), (T_k, d_k) -> (T, T_k)
+    """One head's scores Q K^T / sqrt(d_k), each cell explained by its d_k products.
+
+    The scores are the module's: ``fsum`` of q_i's and k_j's products, times ``scale`` (default
+    1 / sqrt(d_k)), -inf where ``mask`` (T, T_k) is False, as ``attention`` computes them.
+
+    >>> view = explained_scores([[1, 2]], [[3, 4], [0, 1]], ["a"], ["b", "c"])
+    >>> print(view.explain(0, 0))
+    score[0][0], a → b = (q0·k0) / √2
+    = 1×3 + 2×4
+    = 11.0000 × 1/√2 (0.7071) = 7.7782
+    """
+    func = "explained_scores"
+    n = check_sizes(func, ("Q", Q, "T d_k"), ("K", K, "T_k d_k"))
+    check_explained_sizes(func, n, (("Q", "T", MAX_EXPLAINED_TOKENS), ("K", "T_k", MAX_EXPLAINED_TOKENS),
+                                    ("Q", "d_k", MAX_EXPLAINED_WIDTH)))
+    keys = check_tokens(func, tokens, key_tokens, "Q", "K's rows are", n["T"], n["T_k"])
+    if mask is not None:
+        check_mask(func, "mask", mask, (n["T"], n["T_k"]))
+    c = 1 / math.sqrt(n["d_k"]) if scale is None else check_number(func, "scale", scale, positive=True)
+    check_view(func, digits, title)
+    how = f"1/√{n['d_k']} ({_long(c)})" if scale is None else f"scale {_long(c)}"
+    head = f"/ √{n['d_k']}" if scale is None else f"× {_long(c)}"
+    scores, texts = [], []
+    for i, q in enumerate(Q):
+        scores.append([])
+        texts.append([])
+        for j, k in enumerate(K):
+            products = [a * b for a, b in zip(q, k)]  # what matrix.product adds, in the same order
+            dot_qk = _finite_sum(func, f"score[{i}][{j}]", products, c)
+            name = f"score[{i}][{j}], {tokens[i]} → {keys[j]}"
+            if mask is not None and not mask[i][j]:
+                scores[-1].append(-math.inf)
+                texts[-1].append(f"{name} = -inf: the mask hides this key from this query\n"
+                                 f"(q{i}·k{j} would be {_long(dot_qk)}; softmax gives it weight exactly 0)")
+                continue
+            scores[-1].append(dot_qk * c)
+            terms = [f"{_short(a)}×{_short(b)}" for a, b in zip(q, k)]
+            texts[-1].append(f"{name} = (q{i}·k{j}) {head}\n= {_sum_of(terms, products)}\n"
+                             f"= {_long(dot_qk)} × {how} = {_long(dot_qk * c)}")
+    return Explained(scores, texts, row_labels=list(tokens), col_labels=keys, digits=digits, title=title,
+                     note="rows = queries, columns = keys")
+
+
+def explained_weights(scores: Matrix, tokens: Sequence[str], key_tokens: Optional[Sequence[str]] = None, *,
+                      mask: Optional[Mask] = None, digits: int = 2,
+                      title: Optional[str] = None) -> Explained:  # (T, T_k) -> (T, T_k)
+    """Softmax of each row of scores, each weight explained by its exponential and its row's total.
+
+    The weights are the module's: exp(s - max) / fsum of the row's exponentials, a masked key
+    (score -inf, or False in ``mask``) exactly 0, as ``attention`` computes them.
+
+    >>> view = explained_weights([[0.0, 0.0], [0.0, float("-inf")]], ["a", "b"])
+    >>> print(view.explain(0, 1))
+    weight[0][1], a → b = e^(s - max) / total
+    = e^(0.0000 - 0.0000) / 2.0000 = 1.0000 / 2.0000 = 0.5000
+    the row's e^(s - max): 1.0000 (a) + 1.0000 (b) = 2.0000
+    >>> print(view.explain(1, 1))
+    weight[1][1], b → b = 0 exactly: the mask hides this key (score -inf, e^-inf = 0)
+    """
+    func = "explained_weights"
+    T, T_k = check_scores(func, "scores", scores)
+    check_explained_sizes(func, {"T": T, "T_k": T_k}, (("scores", "T", MAX_EXPLAINED_TOKENS),
+                                                      ("scores", "T_k", MAX_EXPLAINED_TOKENS)))
+    keys = check_tokens(func, tokens, key_tokens, "scores", "scores' columns are", T, T_k)
+    if mask is not None:
+        check_mask(func, "mask", mask, (T, T_k))
+    check_view(func, digits, title)
+    weights, texts = [], []
+    for i, row in enumerate(masked([list(r) for r in scores], mask)):
+        top = max(row)  # softmax_of_rows' arithmetic, step by step
+        exps = [math.exp(s - top) for s in row]
+        total = math.fsum(exps)
+        weights.append([e / total for e in exps])
+        row_sum = _sum_of([f"{_long(e)} ({keys[j]})" for j, e in enumerate(exps) if row[j] != -math.inf],
+                          [e for j, e in enumerate(exps) if row[j] != -math.inf])
+        hidden = sum(s == -math.inf for s in row)
+        total_text = f"the row's e^(s - max): {row_sum} = {_long(total)}" + (
+            f" ({hidden} masked key{'s' if hidden > 1 else ''} add 0)" if hidden else "")
+        texts.append([])
+        for j, s in enumerate(row):
+            name = f"weight[{i}][{j}], {tokens[i]} → {keys[j]}"
+            if s == -math.inf:
+                texts[-1].append(f"{name} = 0 exactly: the mask hides this key (score -inf, e^-inf = 0)")
+            else:
+                texts[-1].append(f"{name} = e^(s - max) / total\n= e^({_long(s)} - {_long(top)}) / {_long(total)} = "
+                                 f"{_long(exps[j])} / {_long(total)} = {_long(weights[-1][j])}\n{total_text}")
+    return Explained(weights, texts, row_labels=list(tokens), col_labels=keys, digits=digits, title=title,
+                     vmin=0.0, vmax=1.0, note="rows = queries, columns = keys")
+
+
+def explained_outputs(A: Matrix, V: Matrix, tokens: Sequence[str], key_tokens: Optional[Sequence[str]] = None, *,
+                      digits: int = 2, title: Optional[str] = None) -> Explained:  # (T, T_k), (T_k, d_v) -> (T, d_v)
+    """One head's output A V, each entry explained as the weighted values it adds up.
+
+    Entry [i][c] is ``fsum`` of a[i][j] × V[j][c] over the keys j, as ``attention`` computes it.
+
+    >>> view = explained_outputs([[0.25, 0.75]], [[4.0], [8.0]], ["a"], ["b", "c"])
+    >>> print(view.explain(0, 0))
+    output[0][0], a, d0 = Σ_j a[0][j] × V[j][0]
+    = 0.250×4.000 (b) + 0.750×8.000 (c)
+    = 7.0000
+    """
+    func = "explained_outputs"
+    n = check_sizes(func, ("A", A, "T T_k"), ("V", V, "T_k d_v"))
+    check_explained_sizes(func, n, (("A", "T", MAX_EXPLAINED_TOKENS), ("A", "T_k", MAX_EXPLAINED_WIDTH),
+                                    ("V", "d_v", MAX_EXPLAINED_COLUMNS)))
+    keys = check_tokens(func, tokens, key_tokens, "A", "A's columns are", n["T"], n["T_k"])
+    check_view(func, digits, title)
+    columns = [f"d{c}" for c in range(n["d_v"])]
+    outputs, texts = [], []
+    for i, a in enumerate(A):
+        outputs.append([])
+        texts.append([])
+        for c in range(n["d_v"]):
+            products = [a[j] * V[j][c] for j in range(n["T_k"])]  # what matrix.product adds, in the same order
+            entry = _finite_sum(func, f"output[{i}][{c}]", products, 1.0)
+            outputs[-1].append(entry)
+            shown = [j for j in range(n["T_k"]) if a[j] != 0]
+            zeros = n["T_k"] - len(shown)
+            terms = _sum_of([f"{_short(a[j])}×{_short(V[j][c])} ({keys[j]})" for j in shown],
+                            [products[j] for j in shown]) or "0"
+            note = f"\n({zeros} key{'s' if zeros > 1 else ''} with weight 0 add nothing)" if zeros else ""
+            texts[-1].append(f"output[{i}][{c}], {tokens[i]}, d{c} = Σ_j a[{i}][j] × V[j][{c}]\n= {terms}\n"
+                             f"= {_long(entry)}{note}")
+    return Explained(outputs, texts, row_labels=list(tokens), col_labels=columns, digits=digits, title=title,
+                     note="rows = queries, columns = value columns")
