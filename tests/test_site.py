@@ -17,7 +17,8 @@ import sys
 
 from html.parser import HTMLParser
 from unittest import mock
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode
+from xml.etree import ElementTree
 
 import pytest
 from bad_inputs import refused
@@ -28,9 +29,11 @@ from mha_lists.teaching.example import TRAINED_SENTENCE
 from mha_lists.teaching.reading import HeadJob, head_jobs, read, trained_model
 from mha_lists.tools import site
 from mha_lists.tools.site import (
+    FIELDS,
     LOOK_FOR,
     MAX_D_MODEL,
     MAX_DIGITS,
+    PYODIDE_FILES,
     PYODIDE_URL,
     PYODIDE_VERSION,
     TRAINED_FILES,
@@ -41,6 +44,7 @@ from mha_lists.tools.site import (
     module_files,
     page_update,
     parse_query,
+    query_problems,
     query_string,
     trained_html,
     walkthrough_html,
@@ -52,14 +56,18 @@ MESSAGES = {
     "query": "parse_query: query must be a str, got {type}",
     "not a whole number": "parse_query: {name}: {value} is not a whole number",
     "long value": "{value} ({n} characters)",  # how a message quotes a long value typed
-    "digits": "parse_query: {name} has {n} digits; this page takes at most 18",
+    "digits": "parse_query: {name}: {n} digits; this page takes at most 18",
     "causal": "parse_query: causal: {value} is not 1 (on) or 0 (off)",
     "trained flag": "parse_query: trained: {value} is not 1 (on) or 0 (off)",
-    "d_model": "parse_query: d_model is {value}; this page draws at most 64",
-    "tokens": "parse_query: the sentence has {n} tokens; this page draws at most 16",
-    "characters": "parse_query: the sentence has {n} characters; this page takes at most 384",
-    "heads divide": "parse_query: {h} heads cannot share d_model = {d} columns equally; choose heads among {fits}, or "
-                    "another d_model",
+    "too few": "parse_query: {name}: {value} is too few; give 1 or more",
+    "d_model": "parse_query: d_model: {value} is more than this page draws; at most 64",
+    "tokens": "parse_query: sentence: {n} words; this page draws at most 16",
+    "characters": "parse_query: sentence: {n} characters; this page takes at most 384",
+    "empty": "parse_query: sentence: it is empty; add at least one word with the buttons below",
+    "vocabulary": "parse_query: sentence: {words} of the vocabulary; the buttons below add its words: <PAD> <BOS> "
+                  "<EOS> I like transformers",
+    "heads divide": "parse_query: heads: {h} heads cannot share d_model = {d} columns equally; choose heads among "
+                    "{fits}, or another d_model",
     "settings": "{func}: {name} must be a Settings (from parse_query), got {type}",
     "settings sentence": "{func}: {name}.sentence has {chars} characters and {tokens} tokens; this page takes at "
                          "most 384 and 16",
@@ -93,9 +101,13 @@ BAD_CALLS = {
     "digits": (ValueError, lambda: parse_query("?seed=-" + "1" * 19), dict(name="seed", n=19)),
     "causal": (ValueError, lambda: parse_query("?causal=maybe"), dict(value="'maybe'")),
     "trained flag": (ValueError, lambda: parse_query("?trained=2&sentence=hi"), dict(value="'2'")),
+    "too few": (ValueError, lambda: parse_query("?heads=-2"), dict(name="heads", value=-2)),
     "d_model": (ValueError, lambda: parse_query("?d_model=4096"), dict(value=4096)),
     "tokens": (ValueError, lambda: parse_query("?sentence=" + "+I" * 17), dict(n=17)),
     "characters": (ValueError, lambda: parse_query("?sentence=" + "I" * 385), dict(n=385)),
+    "empty": (ValueError, lambda: parse_query("?sentence=++"), {}),
+    "vocabulary": (ValueError, lambda: parse_query("?sentence=I+like+cats+and+cats"),
+                   dict(words="'cats' and 'and' are not words")),
     "heads divide": (ValueError, lambda: parse_query("?heads=3"), dict(h=3, d=16, fits="1, 2, 4, 8, 16")),
     "settings": (TypeError, lambda: walkthrough_html({"seed": 1}), dict(func="walkthrough_html", name="settings",
                                                                         type="dict")),
@@ -226,14 +238,19 @@ def message(key, **fields):
     (f"?d_model={MAX_D_MODEL * 2}", message("d_model", value=MAX_D_MODEL * 2)),
     ("?causal=" + LONG, message("causal", value=message("long value", value="'xyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy ...",
                                                          n="5,001"))),
+    ("?d_model=0", message("too few", name="d_model", value=0)),
+    ("?sentence=I+like+cats", message("vocabulary", words="'cats' is not a word")),
 ])
 def test_bad_query_strings_are_refused_with_a_message(query, expected):
     with pytest.raises(ValueError) as refused_:
         parse_query(query)
     assert str(refused_.value) == expected
-    # the page shows the message without the function's name: the page, not the learner, called it
-    assert json.loads(page_update(query)) == {"ok": False, "error": expected.removeprefix("parse_query: ")}
-    assert len(expected) < 120  # one line, whatever was typed
+    # The page shows the message beside its field, without the function's name (the page, not the learner,
+    # called it) and without the field's (the field is right there); the error box gives it after the field's label.
+    field, problem = expected.removeprefix("parse_query: ").split(": ", 1)
+    assert json.loads(page_update(query)) == {"ok": False, "errors": {field: problem},
+                                              "error": f"{FIELDS[field]}: {problem}"}
+    assert len(expected) < 150  # one line, whatever was typed
 
 
 def test_no_message_points_to_a_command_that_would_run_for_minutes():
@@ -247,17 +264,46 @@ def test_the_largest_seed_the_page_takes_works():
     assert json.loads(page_update(f"?seed={seed}"))["command"] == f"python -m mha_lists --seed {seed}"
 
 
-@pytest.mark.parametrize("query, options", [
-    ("?heads=0", {"num_heads": 0}),
-    ("?sentence=I+like+cats", {"sentence": "I like cats"}),
-    ("?sentence=+", {"sentence": " "}),
-    ("?d_model=0", {"d_model": 0}),
+@pytest.mark.parametrize("query, options, field", [
+    ("?heads=0", {"num_heads": 0}, "heads"),
+    ("?sentence=I+like+cats", {"sentence": "I like cats"}, "sentence"),
+    ("?sentence=+", {"sentence": " "}, "sentence"),
+    ("?d_model=0", {"d_model": 0}, "d_model"),
+    ("?heads=3", {"num_heads": 3}, "heads"),
 ])
-def test_settings_the_library_refuses_show_its_own_message(query, options):
+def test_settings_the_library_refuses_are_named_in_the_pages_words(query, options, field):
     with pytest.raises(ValueError) as refused:
         running_example(**options)
-    assert json.loads(page_update(query)) == {"ok": False, "error": str(refused.value)}
     assert str(refused.value).startswith("running_example: ")
+    result = json.loads(page_update(query))
+    assert list(result["errors"]) == [field] and result["error"].startswith(FIELDS[field] + ": ")
+    # no Python function's name, no argument the page has no field for, no advice the page cannot follow
+    for word in ("running_example", "parse_query", "num_heads", "d_k", "pass ", "python"):
+        assert word not in result["error"], word
+
+
+def test_every_bad_field_is_reported_at_once_each_for_its_own_field():
+    query = "?" + urlencode({"sentence": "<BOS> cats like dogs", "seed": "1.5", "heads": "5", "d_model": "12",
+                             "causal": "maybe"})
+    result = json.loads(page_update(query))
+    assert result["errors"] == {
+        "sentence": message("vocabulary", words="'cats' and 'dogs' are not words").split(": ", 2)[2],
+        "seed": "'1.5' is not a whole number",
+        "heads": "5 heads cannot share d_model = 12 columns equally; choose heads among 1, 2, 3, 4, 6, 12, or another "
+                 "d_model",
+        "causal": "'maybe' is not 1 (on) or 0 (off)"}
+    assert result["error"].splitlines() == [f"{FIELDS[name]}: {text}" for name, text in result["errors"].items()]
+    assert query_problems(query) == result["errors"]
+    with pytest.raises(ValueError, match=r"^parse_query: sentence: 'cats' and 'dogs' are not words"):
+        parse_query(query)  # the first of them
+    # A size the page refuses is not checked against the other: one message, where the fix is.
+    assert query_problems("?d_model=4096&heads=3") == {"d_model": "4096 is more than this page draws; at most 64"}
+    assert query_problems("?d_model=x&heads=3") == {"d_model": "'x' is not a whole number"}
+    assert query_problems("?trained=1&seed=x&heads=0") == {}  # the trained model has its own sizes
+    assert list(query_problems("?trained=2&seed=x")) == ["trained", "seed"]
+    trained = json.loads(page_update("?trained=1&sentence="))  # the model's own check, beside the text's field
+    assert trained == {"ok": False, "errors": {"sentence": "the sentence is empty; give at least one character"},
+                       "error": "Sentence: the sentence is empty; give at least one character"}
 
 
 def test_page_update_gives_html_settings_link_and_command():
@@ -283,7 +329,77 @@ def test_build_writes_a_prerendered_page_the_module_and_its_assets(tmp_path):
     for name in written:
         assert (out / "mha_lists" / name).read_bytes() == (ROOT / "mha_lists" / name).read_bytes()
     assert (out / "style.css").exists() and (out / "page.js").exists()
-    assert config["pyodideUrl"] == PYODIDE_URL == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
+    assert PYODIDE_URL == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
+
+
+def fake_pyodide(folder: pathlib.Path, version: str = PYODIDE_VERSION) -> pathlib.Path:
+    """A stand-in for `npm ci`'s node_modules/pyodide in folder: package.json, every file the page needs, and more."""
+    package = folder / "node_modules" / "pyodide"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps({"name": "pyodide", "version": version}), encoding="utf-8")
+    for name in (*PYODIDE_FILES, "pyodide.js", "pyodide.mjs.map", "console.html", "ffi.d.ts"):
+        (package / name).write_bytes(f"{version} {name}\n".encode())
+    return package
+
+
+def site_command_in(folder: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "mha_lists.tools.site", *args], cwd=folder, capture_output=True,
+                          text=True, encoding="utf-8", env=env, timeout=120)
+
+
+def pyodide_url_of(out: pathlib.Path) -> str:
+    page = (out / "index.html").read_text(encoding="utf-8")
+    return json.loads(re.search(r'<script id="mha-config" type="application/json">(.*?)</script>', page).group(1))[
+        "pyodideUrl"]
+
+
+def test_the_build_bundles_the_npm_pyodide_it_finds_so_the_page_works_offline(tmp_path):
+    package = fake_pyodide(tmp_path)  # where `npm ci` puts it, in the folder the command runs in
+    result = site_command_in(tmp_path, "_site")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert "with Python (Pyodide) in pyodide/: works offline" in result.stdout
+    out = tmp_path / "_site"
+    assert pyodide_url_of(out) == "pyodide/"
+    assert sorted(p.name for p in (out / "pyodide").iterdir()) == sorted(PYODIDE_FILES)  # only what the page needs
+    for name in PYODIDE_FILES:
+        assert (out / "pyodide" / name).read_bytes() == (package / name).read_bytes()
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "<code>pyodide/</code>" in page  # the footer says where from
+    # The icon is in the page, so no browser asks the server for /favicon.ico (a 404 on every visit).
+    icons = re.findall(r'<link rel="icon" href="data:image/svg\+xml,([^"]*)">', page)
+    assert len(icons) == 1 and len(re.findall(r'rel="[^"]*icon', page)) == 1
+    assert ElementTree.fromstring(unquote(icons[0])).tag == "{http://www.w3.org/2000/svg}svg"
+    with mock.patch.object(site, "_pyodide_candidates", lambda: [package]):
+        assert site.find_pyodide() == package
+
+
+def test_a_build_with_no_local_pyodide_says_loudly_that_the_page_needs_the_internet(tmp_path, capsys):
+    wrong = fake_pyodide(tmp_path / "old", version="0.26.4")
+    with mock.patch.object(site, "_pyodide_candidates", lambda: [tmp_path / "nothing", wrong]):
+        assert site.find_pyodide() is None
+        assert site.main([str(tmp_path / "out")]) == 0
+        warning = site.no_local_pyodide()
+    out, err = capsys.readouterr()
+    assert err == warning + "\n"
+    assert err.startswith(f"WARNING: no local copy of Pyodide {PYODIDE_VERSION} (node_modules/pyodide, from npm): "
+                          f"{wrong} is version 0.26.4.\n")
+    assert f"from {PYODIDE_URL} and NEEDS THE INTERNET" in err and "run `npm ci` in " in err
+    assert f"Python (Pyodide) from {PYODIDE_URL}" in out
+    assert pyodide_url_of(tmp_path / "out") == PYODIDE_URL and not (tmp_path / "out" / "pyodide").exists()
+    with mock.patch.object(site, "_pyodide_candidates", lambda: [tmp_path / "nothing"]):
+        with pytest.raises(SystemExit) as stop:
+            site.main(["/proc/mha-lists-site"])  # a build that fails says why, in one line, and only that
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("python -m mha_lists.tools.site: error: cannot") and err.count("\n") == 1
+
+
+def test_pyodide_url_chooses_where_python_comes_from_and_nothing_is_bundled(tmp_path):
+    fake_pyodide(tmp_path)
+    for url in (PYODIDE_URL, "https://school.example/pyodide/"):
+        result = site_command_in(tmp_path, "out", "--pyodide-url", url)
+        assert result.returncode == 0 and result.stderr == "", result.stderr  # asked for: no warning
+        assert pyodide_url_of(tmp_path / "out") == url and not (tmp_path / "out" / "pyodide").exists()
 
 
 def test_module_files_of_a_leaf_and_a_bad_root():
@@ -333,7 +449,7 @@ def test_the_page_files_are_package_data():
 
 @pytest.mark.parametrize("call, error, start", [
     (lambda: build_site(pathlib.Path("unused"), " "), ValueError, "build_site: pyodide_url "),
-    (lambda: build_site(pathlib.Path("unused"), None), ValueError, "build_site: pyodide_url "),
+    (lambda: build_site(pathlib.Path("unused"), 3), ValueError, "build_site: pyodide_url "),
     (lambda: build_site(3), ValueError, "build_site: outdir "),
     (lambda: build_site("x" * 100_000), OSError, None),  # a name too long for the system: build_site's OSError
     (lambda: walkthrough_html(None), TypeError, "walkthrough_html: settings "),
@@ -348,7 +464,8 @@ def test_the_page_files_are_package_data():
 ])
 def test_bad_arguments_of_the_functions(call, error, start):
     if error is None:
-        assert json.loads(call()) == {"ok": False, "error": message("query", type="NoneType").removeprefix("parse_query: ")}
+        assert json.loads(call()) == {"ok": False, "errors": {},
+                                      "error": message("query", type="NoneType").removeprefix("parse_query: ")}
     elif start is None:
         with pytest.raises(error):
             call()
@@ -414,7 +531,8 @@ def test_a_16_word_sentence_of_the_longest_words_fits_and_heads_that_do_not_divi
     sentence = " ".join([longest] * MAX_TOKENS)
     assert parse_query("?sentence=" + sentence.replace(" ", "+")).sentence == sentence
     error = json.loads(page_update("?heads=5&d_model=12"))["error"]
-    assert error == "5 heads cannot share d_model = 12 columns equally; choose heads among 1, 2, 3, 4, 6, 12, or another d_model"
+    assert error == ("Heads: 5 heads cannot share d_model = 12 columns equally; choose heads among 1, 2, 3, 4, 6, 12, "
+                     "or another d_model")
 
 
 @pytest.mark.parametrize("query", ["", "?causal=1", "?causal=1&sentence=%3CBOS%3E+I", "?heads=1&seed=3"])
@@ -491,8 +609,8 @@ def test_trained_mode_reads_any_text_and_draws_every_head_with_its_job(text):
     assert result["settings"] == Settings(sentence=text, trained=True)._asdict()
     shown = heads_shown(result["html"])
     assert shown == heads_computed(text)  # both layers' heads, each named by its job, reading's numbers
-    assert len(shown) == 4 and [h[0].split(":")[0] for h in shown] == [
-        "layer 0 head 0", "layer 0 head 1", "layer 1 head 0", "layer 1 head 1"]
+    assert [h[0].split(":")[0] for h in shown] == [  # every head of every layer: 3 and 2 in the shipped run
+        "layer 0 head 0", "layer 0 head 1", "layer 0 head 2", "layer 1 head 0", "layer 1 head 1"]
     labels = shown[0][1]
     assert len(labels) == len(text)  # one token per character, as typed
     assert all(label == "<unk>" for label, c in zip(labels, text) if c.lower() not in " !'(),.:;?abcdefghijklmnopqrstuvwxyz")
@@ -509,16 +627,18 @@ def test_trained_mode_refuses_an_empty_text_and_one_longer_than_the_position_tab
     longest = "x" * WINDOW
     assert json.loads(page_update("?trained=1&sentence=" + longest))["ok"] is True
     for n in (WINDOW + 1, 5000):  # past the page's 384 characters of random mode too: the model's limit is named
-        error = json.loads(page_update("?trained=1&sentence=" + "x" * n))["error"]
-        assert error == (f"running_example: the sentence has {n:,} characters; the trained model reads at most "
-                         f"{WINDOW} (its position table has {WINDOW} rows)")
+        result = json.loads(page_update("?trained=1&sentence=" + "x" * n))
+        assert result["errors"] == {"sentence": f"the sentence has {n:,} characters; the trained model reads at most "
+                                                f"{WINDOW} (its position table has {WINDOW} rows)"}
+        assert result["error"] == "Sentence: " + result["errors"]["sentence"]  # beside the field, in the page's words
     with mock.patch.object(site, "trained_model", lambda: trained_model()._replace(
             position_embeddings=trained_model().position_embeddings[:10])):
         with mock.patch("mha_lists.teaching.reading.trained_model", site.trained_model):
             error = json.loads(page_update("?trained=1&sentence=" + "x" * 11))["error"]
     assert error.endswith("reads at most 10 (its position table has 10 rows)")  # a smaller table, a smaller limit
     assert json.loads(page_update("?trained=1&sentence=")) == {
-        "ok": False, "error": "running_example: the sentence is empty; give at least one character"}
+        "ok": False, "errors": {"sentence": "the sentence is empty; give at least one character"},
+        "error": "Sentence: the sentence is empty; give at least one character"}
 
 
 def test_trained_query_strings():
@@ -562,8 +682,7 @@ def test_the_built_page_carries_the_shipped_run_and_computes_trained_mode_on_its
     config = json.loads(re.search(r'<script id="mha-config" type="application/json">(.*?)</script>', page).group(1))
     model = trained_model()
     assert config["trained"] == {"files": TRAINED_FILES, "sentence": TRAINED_SENTENCE, "window": WINDOW,
-                                 "d_model": len(model.token_embeddings[0]), "layers": len(model.layers),
-                                 "heads": len(model.layers[0].W_Q)}
+                                 "d_model": len(model.token_embeddings[0]), "layers": "layer 0: 3 heads, layer 1: 2 heads"}
     assert config["defaults"]["trained"] is False
     assert f"any text of 1 to {WINDOW} characters" in " ".join(page.split())
     assert 'name="trained" value="1" disabled> trained on Genesis' in page  # the switch, on once Python is ready

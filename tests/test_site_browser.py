@@ -1,17 +1,22 @@
 """The web page in a real browser, and the module under Pyodide (CPython 3.14 on WebAssembly) in Node.
 
-In headless Chromium, every host but 127.0.0.1 unreachable: the numbers are the CLI's; a phone's
-390 px keeps each wide table's title and row labels in view; Back and Forward step through
-changes; example links change only what they name; a bad field is quoted as typed and a
-5,000-digit seed gets its limit without widening the page; the word buttons and the heatmap's
-reading work with the keyboard (no hover title); progress shows while Python loads; and only
-the module files the page imports are fetched. In trained mode, any text (a capital, an emoji) shows
-the trained model's 4 heads with CPython's numbers and each head's job, a text too long gets the
-model's limit, the shipped run is fetched once from the page's folder, and at 390 px each heatmap
-fits or scrolls in its box with a cue. Screenshots go to build/screenshots/.
+The page is built by the README's commands, exactly as written (``npm ci``, then the build, which
+bundles Pyodide), and served by ``python -m http.server``, as the README says. In headless Chromium,
+every host but 127.0.0.1 unreachable: the page computes, and its numbers are the CLI's; at a phone's
+390 px every matrix fits or scrolls in its box with a cue, its row labels in view, no number split
+from its minus sign; Back and Forward step through changes; example links change only what they
+name, also while Python is still loading; every bad field is marked at once, its message beside it,
+quoted as typed, and a 5,000-digit seed gets its limit without widening the page; no request fails
+(the icon is in the page); the word buttons and the heatmap's reading work with the keyboard (no
+hover title); progress shows while Python loads; and only the module files the page imports are
+fetched. In trained mode, any text (a capital, an emoji) shows every head of the trained model with
+CPython's numbers and each head's job, a text too long gets the model's limit beside the field, the
+shipped run is fetched once from the page's folder, and at 390 px each heatmap fits or scrolls in its
+box with a cue. Screenshots go to build/screenshots/.
 
 What these need, and where they get it (CI installs all of it, see .ci/run):
-  - node, and `npm ci` at the repository root (the `pyodide` npm package, served locally);
+  - node and npm, and `npm ci` at the repository root (the `pyodide` npm package: the Node tests use
+    it, and the README's `npm ci`, run in a scratch folder, fetches the same version);
   - Debian's chromium at /usr/bin/chromium (`apt-get install chromium`);
   - Playwright for Python (`pip install -e ".[browser]"`), driving that chromium; it never
     downloads a browser of its own.
@@ -22,6 +27,7 @@ CI) the skip is a failure instead, so CI cannot pass without having run them.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -32,9 +38,11 @@ import pytest
 from mha_lists.teaching.display import format_number
 from mha_lists.teaching.example import TRAINED_SENTENCE, VOCAB
 from mha_lists.teaching.reading import head_jobs, read, trained_model
-from mha_lists.tools.site import MAX_DIGITS, Settings, build_site, job_text, module_files, page_update, parse_query
-from no_install_helpers import (PYODIDE_DIR, ROOT, chromium, cli_headings, cli_tables, need_node_and_pyodide,
-                                run_in_pyodide, serve)
+from mha_lists.teaching.model import check_model
+from mha_lists.tools.site import (FIELDS, MAX_DIGITS, PYODIDE_FILES, Settings, job_text, layers_text, module_files,
+                                   page_update, parse_query)
+from no_install_helpers import (ROOT, chromium, cli_headings, cli_tables, need, need_node_and_pyodide, run_in_pyodide,
+                                serve_as_the_readme_does)
 
 SCREENSHOTS = ROOT / "build" / "screenshots"
 PHONE = {"width": 390, "height": 844}
@@ -93,15 +101,43 @@ def test_the_cli_under_pyodide_prints_the_same_bytes_as_cpython():
 
 # === The page in headless Chromium ===
 
+def readme_page_commands() -> list[list[str]]:
+    """The README's commands for the web page, as written: the words of each line of its code block."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("**The web page.**", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    return [shlex.split(line) for line in lines if line]
+
+
 @pytest.fixture(scope="module")
-def site_url(tmp_path_factory):
-    """The site built with a local Pyodide (pyodide/ beside index.html), served on 127.0.0.1."""
+def readme_site(tmp_path_factory):
+    """The site the README's commands build, run as written, one after the other, in a fresh folder that
+    holds what `npm ci` reads (the repository's package.json and package-lock.json): a checkout as a
+    teacher has it, without touching the repository's own node_modules. Yields (site folder, what the
+    build printed)."""
     need_node_and_pyodide()
-    site = tmp_path_factory.mktemp("site")
-    build_site(site, "pyodide/")
-    shutil.copytree(PYODIDE_DIR, site / "pyodide")
-    with serve(site) as url:
-        yield url
+    need(shutil.which("npm") is not None, "npm is not installed")
+    commands = readme_page_commands()
+    assert commands[-1][:3] == ["python", "-m", "mha_lists.tools.site"], commands  # the build, last
+    work = tmp_path_factory.mktemp("readme")
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(ROOT / name, work / name)
+    printed = ""
+    for words in commands:
+        argv = [sys.executable, *words[1:]] if words[0] == "python" else [shutil.which(words[0]) or words[0], *words[1:]]
+        result = subprocess.run(argv, cwd=work, capture_output=True, text=True, encoding="utf-8", timeout=600)
+        if words[0] == "npm":
+            need(result.returncode == 0, f"`{shlex.join(words)}` failed here: {result.stderr.strip()[-300:]}")
+        assert result.returncode == 0, (words, result.stderr)
+        printed += result.stdout + result.stderr
+    yield work / commands[-1][3], printed
+
+
+@pytest.fixture(scope="module")
+def site_url(readme_site):
+    """The README's site, served as the README says (python -m http.server -d _site) on 127.0.0.1."""
+    with serve_as_the_readme_does(readme_site[0]) as port:
+        yield f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +190,34 @@ def assert_stayed_local(context) -> None:
     assert away == [], f"requests left 127.0.0.1: {away}"
 
 
+def test_the_readmes_commands_give_a_page_that_computes_offline_with_the_cli_numbers(readme_site, site_url,
+                                                                                     browser_context):
+    folder, printed = readme_site
+    assert "WARNING" not in printed and "with Python (Pyodide) in pyodide/: works offline" in printed
+    assert sorted(path.name for path in (folder / "pyodide").iterdir()) == sorted(PYODIDE_FILES)
+    first, blocked = len(browser_context.requests), len(browser_context.blocked)
+    page = browser_context.new_page()
+    failed = []
+    page.on("response", lambda response: response.status >= 400 and failed.append((response.url, response.status)))
+    page.goto(site_url)  # every host but 127.0.0.1 is unreachable
+    page.wait_for_function("['computed', 'error', 'failed'].includes(document.body.dataset.state)", timeout=180_000)
+    assert page.evaluate("document.body.dataset.state") == "computed", page.inner_text("#status")
+    assert page.inner_text("#status").startswith("Computed in your browser: 2 heads, d_model 16")
+    assert_page_shows(page, cli())
+    set_field(page, "seed", "7")
+    recomputed(page, "seed = 7")
+    assert_page_shows(page, cli("--seed", "7"))
+    fetched = {urlsplit(url).path for url in browser_context.requests[first:]}
+    assert {f"/pyodide/{name}" for name in PYODIDE_FILES} <= fetched  # Python came from the page's own folder
+    assert browser_context.blocked[blocked:] == []  # nothing even tried to leave
+    assert failed == [], failed  # every file the page asked for was there: no 404, the icon's included
+    icon = page.evaluate("[...document.querySelectorAll('link[rel~=icon]')].map((link) => link.href)")
+    assert len(icon) == 1 and icon[0].startswith("data:image/svg+xml,")  # in the page: no /favicon.ico to ask for
+    assert "/favicon.ico" not in fetched
+    page.close()
+    assert_stayed_local(browser_context)
+
+
 def test_the_page_computes_a_shared_link_in_the_browser_with_the_cli_numbers(site_url, browser_context):
     page = open_page(browser_context, site_url + "?" + urlencode(HIDDEN))
     assert_page_shows(page, cli(*HIDDEN_CLI))
@@ -197,8 +261,9 @@ def test_a_changed_control_recomputes_and_updates_the_link(site_url, browser_con
 def test_bad_settings_show_the_library_message(site_url, browser_context):
     page = open_page(browser_context, site_url + "?heads=3", state="error")
     expected = json.loads(page_update("?heads=3"))["error"]
-    assert expected.startswith("3 heads cannot share d_model = 16 columns equally; choose heads among 1, 2, 4, 8")
+    assert expected.startswith("Heads: 3 heads cannot share d_model = 16 columns equally; choose heads among 1, 2, 4, 8")
     assert page.inner_text("#error") == expected
+    assert page.inner_text("#heads-error") == expected.removeprefix("Heads: ")
     assert page.is_hidden("#walkthrough") and page.is_hidden("#command-line")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "page-error.png"))
@@ -236,25 +301,53 @@ def page_width(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth")
 
 
-def test_at_phone_width_a_wide_table_scrolls_with_its_row_labels_in_view(site_url, browser_context):
-    page = open_page(browser_context, site_url, viewport=PHONE)
+MATRICES = """() => [...document.querySelectorAll("#walkthrough figure.matrix")].map((figure) => {
+  const box = figure.querySelector(".scroll"), cue = figure.querySelector(".scroll-cue");
+  return {title: figure.querySelector("figcaption").textContent, scrolls: box.scrollWidth > box.clientWidth + 1,
+          cue: cue.offsetParent !== null, cueText: cue.textContent,
+          right: Math.max(figure.getBoundingClientRect().right, box.getBoundingClientRect().right)};
+})"""
+
+# Every number of every matrix on one line: a cell whose text the browser lays out on two lines has split it.
+SPLIT_NUMBERS = """() => [...document.querySelectorAll("#walkthrough figure.matrix td")].filter((td) => {
+  const range = document.createRange();
+  range.selectNodeContents(td);
+  return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size !== 1;
+}).map((td) => td.textContent)"""
+
+
+def test_at_phone_width_every_matrix_fits_or_scrolls_in_its_box_with_a_cue_and_its_row_labels(site_url,
+                                                                                            browser_context):
+    page = open_page(browser_context, site_url, viewport=PHONE)  # random weights, d_model 16, the weights shown
     assert page_width(page) <= PHONE["width"]  # the page itself never scrolls sideways
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "page-390.png"))
-    figure = page.locator("figure.matrix").filter(has_text="W_O").first
-    figure.scroll_into_view_if_needed()
-    before = figure.evaluate("(f) => [f.scrollWidth, f.clientWidth]")
-    assert before[0] > before[1]  # wider than the phone: it scrolls in its box
-    figure.evaluate("(f) => { f.scrollLeft = f.scrollWidth; }")
-    box = figure.bounding_box()
-    assert figure.evaluate("(f) => f.scrollLeft") > 0
-    labels = figure.locator("tbody th")
-    for n in range(labels.count()):  # every row label still inside the box, at its left edge
-        label = labels.nth(n).bounding_box()
-        assert box["x"] - 0.5 <= label["x"] <= box["x"] + 2, (n, label, box)
-    caption = figure.locator("figcaption").bounding_box()
-    assert box["x"] - 0.5 <= caption["x"] <= box["x"] + 2
-    page.screenshot(path=str(SCREENSHOTS / "page-390-scrolled.png"))
+    boxes = page.evaluate(MATRICES)
+    assert [box["title"] for box in boxes] == [caption for caption, _, _ in cli_tables(cli())]
+    for box in boxes:
+        assert box["right"] <= PHONE["width"], box  # nothing runs off the screen ...
+        assert box["scrolls"] == box["cue"], box  # ... and a box that scrolls says so, one that fits does not
+    scrolling = [box["title"] for box in boxes if box["scrolls"]]
+    assert {"X (5x16)", "Q, head 0 (5x8)", "weights, head 0 (5x5)", "W_O (16x16)"} <= set(scrolling)
+    cue = next(box["cueText"] for box in boxes if box["title"] == "X (5x16)")
+    assert cue == "Wider than the screen: scroll sideways in the box to see all 16 columns \u21c6"
+    assert page.evaluate(SPLIT_NUMBERS) == []
+    assert page.locator("figure.matrix td", has_text="-0.").count() > 0  # there are minus signs to split
+    for title, name in (("weights, head 0 (5x5)", "weights"), ("Q, head 0 (5x8)", "q"), ("W_O (16x16)", "w-o")):
+        figure = page.locator("figure.matrix").filter(has=page.locator("figcaption", has_text=title)).first
+        figure.scroll_into_view_if_needed()
+        assert figure.evaluate("(f) => f.hasAttribute('data-scrolls') && !f.hasAttribute('data-at-end')")
+        figure.screenshot(path=str(SCREENSHOTS / f"page-390-{name}.png"))
+        box = figure.locator(".scroll")
+        box.evaluate("(b) => { b.scrollLeft = b.scrollWidth; }")
+        assert box.evaluate("(b) => b.scrollLeft") > 0
+        page.wait_for_function("(f) => f.hasAttribute('data-at-end')", arg=figure.element_handle())  # no more fade
+        left = box.bounding_box()["x"]
+        labels = figure.locator("tbody th")
+        for n in range(labels.count()):  # every row label still in view, at the box's left edge
+            label = labels.nth(n).bounding_box()
+            assert left - 0.5 <= label["x"] <= left + 2, (title, n, label, left)
+        figure.screenshot(path=str(SCREENSHOTS / f"page-390-{name}-scrolled.png"))
     page.close()
     assert_stayed_local(browser_context)
 
@@ -298,23 +391,107 @@ def test_example_links_change_only_what_they_name(site_url, browser_context):
     assert_stayed_local(browser_context)
 
 
+def test_example_links_and_back_work_while_python_is_still_loading(site_url, browser_context):
+    page = browser_context.new_page()
+    held = []  # Python's WebAssembly, held back: the page stays "loading" until the test lets it through
+    page.route("**/pyodide/pyodide.asm.wasm", lambda route: held.append(route))
+    page.goto(site_url + "?seed=7")
+    page.wait_for_function("document.body.dataset.state === 'loading'")
+    page.evaluate("window.sameDocument = true")  # gone if the page reloads
+    page.click("a.example[href='?causal=1']")
+    assert "seed=7" in page.url and "causal=1" in page.url and page.is_checked("#causal")
+    assert page.inner_text("#status").startswith("This example is computed as soon as Python has loaded")
+    assert page.evaluate("document.getElementById('walkthrough').classList.contains('stale')")  # still the default's
+    page.click("a.example[href='?heads=1']")
+    assert "heads=1" in page.url and "causal=1" in page.url and page.input_value("#heads") == "1"
+    page.go_back()
+    page.wait_for_function("!location.search.includes('heads=1')")
+    assert page.input_value("#heads") == "2" and page.is_checked("#causal")
+    page.go_forward()
+    page.wait_for_function("location.search.includes('heads=1')")
+    assert page.input_value("#heads") == "1"
+    page.wait_for_function("document.body.dataset.state === 'loading'")
+    assert page.evaluate("window.sameDocument") is True  # no reload: one Python, still loading
+    for _ in range(600):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "Pyodide never asked for its WebAssembly"
+    held[0].continue_()
+    page.wait_for_function("document.body.dataset.state === 'computed'", timeout=180_000)
+    assert page.evaluate("window.sameDocument") is True
+    assert_page_shows(page, cli("--seed", "7", "--causal", "--heads", "1"))  # the last link's example, computed
+    assert not page.evaluate("document.getElementById('walkthrough').classList.contains('stale')")
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+READ_FIELDS = """() => Object.fromEntries(%s.map((name) => {
+  const input = name === "trained" ? document.querySelector("input[name='trained']") : document.getElementById(name);
+  const note = document.getElementById(name + "-error");
+  return [name, {invalid: input.getAttribute("aria-invalid"), describedby: input.getAttribute("aria-describedby"),
+                 shown: note.offsetParent !== null, text: note.textContent}];
+}))""" % json.dumps(list(FIELDS))
+DESCRIBED_BY = {"trained": None, "sentence": "sentence-hint", "seed": "trained-note", "heads": "heads-hint trained-note",
+                "d_model": "d-model-hint trained-note", "causal": "trained-note"}
+
+
+def assert_fields_marked(page, errors: dict) -> None:
+    """Each field of errors marked invalid, described first by its message, shown beside it; no other field marked."""
+    fields = page.evaluate(READ_FIELDS)
+    for name, field in fields.items():
+        if name in errors:
+            assert field == {"invalid": "true", "describedby": " ".join(filter(None, [f"{name}-error",
+                                                                                      DESCRIBED_BY[name]])),
+                             "shown": True, "text": errors[name]}, name
+        else:
+            assert field == {"invalid": None, "describedby": DESCRIBED_BY[name], "shown": False, "text": ""}, name
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 1600, "height": 1000}], ids=["390px", "desktop"])
+def test_every_bad_field_is_marked_at_once_with_its_message_beside_it(site_url, browser_context, viewport):
+    settings = {"sentence": "<BOS> cats like dogs", "seed": "1.5", "heads": "5", "d_model": "12"}
+    page = open_page(browser_context, site_url + "?" + urlencode(settings), state="error", viewport=viewport)
+    expected = json.loads(page_update("?" + urlencode(settings)))
+    assert list(expected["errors"]) == ["sentence", "seed", "heads"]  # three at once, d_model is fine
+    assert page.inner_text("#error") == expected["error"]
+    assert_fields_marked(page, expected["errors"])
+    for word in ("parse_query", "running_example", "num_heads", "d_k", "pass "):  # the page's words only
+        assert word not in page.inner_text("#error"), word
+    assert page.inner_text("#status") == "These settings give no example: the 3 fields marked above need a change (or go Back)."
+    assert page_width(page) <= viewport["width"]  # the messages wrap; the layout holds
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / ("page-errors-390.png" if viewport is PHONE else "page-errors.png")))
+    set_field(page, "seed", "7")  # one fixed: its mark goes, the others stay
+    page.wait_for_function("document.getElementById('seed-error').hidden")
+    assert_fields_marked(page, {k: v for k, v in expected["errors"].items() if k != "seed"})
+    set_field(page, "heads", "4")
+    set_field(page, "sentence", "<BOS> like I")
+    page.wait_for_function("document.body.dataset.state === 'computed'")
+    assert_fields_marked(page, {})
+    assert_page_shows(page, cli("--sentence", "<BOS> like I", "--seed", "7", "--heads", "4", "--d-model", "12"))
+    page.close()
+    assert_stayed_local(browser_context)
+
+
 @pytest.mark.parametrize("viewport", [PHONE, {"width": 1600, "height": 1000}], ids=["390px", "desktop"])
 def test_an_invalid_field_is_quoted_as_typed_and_a_huge_seed_gets_its_limit(site_url, browser_context, viewport):
     page = open_page(browser_context, site_url, viewport=viewport)
     set_field(page, "seed", "abc")
     page.wait_for_function("document.body.dataset.state === 'error'")
-    assert page.inner_text("#error") == "seed: 'abc' is not a whole number"
+    assert page.inner_text("#error") == "Seed: 'abc' is not a whole number"
+    assert page.inner_text("#seed-error") == "'abc' is not a whole number"
     assert page.input_value("#seed") == "abc"  # the field keeps what was typed
     set_field(page, "seed", "9" * 5000)
     page.wait_for_function("document.querySelector('#error').textContent.includes('digits')")
-    assert page.inner_text("#error") == f"seed has 5,000 digits; this page takes at most {MAX_DIGITS}"
+    assert page.inner_text("#error") == f"Seed: 5,000 digits; this page takes at most {MAX_DIGITS}"
     assert page_width(page) <= viewport["width"]  # the layout holds
     name = "page-huge-seed-390.png" if viewport is PHONE else "page-huge-seed.png"
     page.screenshot(path=str(SCREENSHOTS / name))
     set_field(page, "d_model", "4096")
     set_field(page, "seed", "7")
     page.wait_for_function("document.querySelector('#error').textContent.includes('4096')")
-    assert page.inner_text("#error") == "d_model is 4096; this page draws at most 64"
+    assert page.inner_text("#error") == "d_model: 4096 is more than this page draws; at most 64"
     assert page.is_hidden("#command-line")  # no command that would print for minutes
     page.close()
     assert_stayed_local(browser_context)
@@ -395,7 +572,7 @@ def trained_expected(sentence: str) -> list:
     labels, attention = read(model, sentence)
     jobs = head_jobs(model, sentence)
     matrices = [A for layer in attention for A in layer]
-    assert len(jobs) == len(matrices) == 4  # 2 layers of 2 heads
+    assert len(jobs) == len(matrices) == sum(len(layer.W_Q) for layer in model.layers)  # every head of every layer
     return [[job_text(job, len(labels)), labels,
              [[label, [format_number(x, 2) for x in row]] for label, row in zip(labels, A)]]
             for job, A in zip(jobs, matrices)]
@@ -426,7 +603,7 @@ def test_trained_mode_shows_every_trained_head_of_any_text_offline(site_url, bro
     note = page.inner_text("#trained-note")
     model = trained_model()
     assert page.is_visible("#trained-note") and note.startswith("Seed, heads, d_model and the causal mask are off")
-    sizes = f"d_model {len(model.token_embeddings[0])}, {len(model.layers)} layers of {len(model.layers[0].W_Q)} heads"
+    sizes = f"d_model {len(model.token_embeddings[0])}, {layers_text(check_model('test', 'model', model))}"
     assert sizes in note  # the shipped run's own, read when the page was built
     assert page.is_hidden(".words")  # any text is read: no vocabulary to pick from
     hint = page.inner_text("#sentence-hint")
@@ -435,13 +612,13 @@ def test_trained_mode_shows_every_trained_head_of_any_text_offline(site_url, bro
     set_field(page, "sentence", REPEAT)
     trained_shown(page, REPEAT)
     shown = page.evaluate(READ_HEADS)
-    assert shown == trained_expected(REPEAT)  # 4 heatmaps, each head named by its job, CPython's numbers
+    assert shown == trained_expected(REPEAT)  # a heatmap per head, each named by its job, CPython's numbers
     assert shown[0][1][-1] == "<unk>" and shown[0][1][3] == "\u2423"  # the emoji, and a space shown as ␣
     assert [heading.split(":")[0] for heading, _, _ in shown] == [
-        "layer 0 head 0", "layer 0 head 1", "layer 1 head 0", "layer 1 head 1"]
+        f"layer {layer} head {head}" for layer, weights in enumerate(model.layers) for head in range(len(weights.W_Q))]
     assert page.inner_text(".look").startswith("What to look for: a dark stripe just below the diagonal")
     assert page.inner_text("#status").startswith(
-        f"Computed in your browser: the model trained on Genesis (2 layers of 2 heads, d_model 24) reading {len(REPEAT)} "
+        f"Computed in your browser: the model trained on Genesis (layer 0: 3 heads, layer 1: 2 heads, d_model 24) reading {len(REPEAT)} "
         "characters")
     assert parse_query(urlsplit(page.url).query) == Settings(sentence=REPEAT, trained=True)  # a link to share
     assert page.inner_text("#command-intro") == "Same numbers in Python:"
@@ -455,8 +632,10 @@ def test_trained_mode_shows_every_trained_head_of_any_text_offline(site_url, bro
     expected = json.loads(page_update("?" + urlencode({"trained": 1, "sentence": too_long})))["error"]
     window = len(model.position_embeddings)
     assert page.inner_text("#error") == expected == (
-        f"running_example: the sentence has {window + 1} characters; the trained model reads at most {window} "
+        f"Sentence: the sentence has {window + 1} characters; the trained model reads at most {window} "
         f"(its position table has {window} rows)")
+    assert page.inner_text("#sentence-error") == expected.removeprefix("Sentence: ")
+    assert page.get_attribute("#sentence", "aria-invalid") == "true"
     assert page.input_value("#sentence") == too_long  # the box keeps what was typed
 
     page.go_back()
@@ -507,7 +686,8 @@ def test_at_phone_width_trained_mode_fits_or_scrolls_in_its_box_with_a_cue(site_
         box = page.locator(selector).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], selector
     boxes = page.evaluate(FIT)
-    assert len(boxes) == 4
+    heads = sum(len(layer.W_Q) for layer in trained_model().layers)
+    assert len(boxes) == heads
     for n, box in enumerate(boxes):
         assert box["right"] <= PHONE["width"], (n, box)  # nothing runs off the screen ...
         assert box["scrolls"] and box["cue"], (n, box)  # ... 19 columns scroll in their box, and say so
@@ -526,6 +706,6 @@ def test_at_phone_width_trained_mode_fits_or_scrolls_in_its_box_with_a_cue(site_
 
     set_field(page, "sentence", "hi")  # 2 columns fit: no cue
     trained_shown(page, "hi")
-    assert [(box["scrolls"], box["cue"]) for box in page.evaluate(FIT)] == [(False, False)] * 4
+    assert [(box["scrolls"], box["cue"]) for box in page.evaluate(FIT)] == [(False, False)] * heads
     page.close()
     assert_stayed_local(browser_context)

@@ -10,12 +10,14 @@ its numbers are the CLI's by construction. ``build_site`` writes:
     OUTDIR/page.js          loads Pyodide (CPython on WebAssembly) and recomputes on every change
     OUTDIR/mha_lists/**.py  this module's source, written into Pyodide's file system and imported
     OUTDIR/mha_lists/data/read_text_run.json   the shipped trained run, fetched only in trained mode
+    OUTDIR/pyodide/*        Python itself: what the page needs of the npm ``pyodide`` package (``npm ci``)
 
 In the browser, ``page_update(query)`` turns the query string
 (``?seed=7&heads=4&causal=1&d_model=16&sentence=...``) into the HTML of every step,
-or into the library's own error message. Pyodide comes from ``--pyodide-url``:
-by default the official CDN; point it at a local copy (the ``pyodide`` npm package)
-and the page fetches nothing from anywhere else.
+or into a message for each field it cannot use (``query_problems``), to show beside the field.
+By default the build copies Pyodide from node_modules/pyodide (``find_pyodide``), so the page
+fetches nothing from anywhere else and works offline; with no such package it loads Pyodide
+from its CDN and the build warns that the page needs the internet. ``--pyodide-url`` chooses.
 
 Trained mode (``?trained=1&sentence=...``): the model of ``teaching/reading.py``, trained on
 Genesis, reads any text of 1 to as many characters as its position table has rows (16 in the
@@ -43,14 +45,19 @@ from ..teaching.display import attention_heatmap, format_number
 from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, TRAINED_SENTENCE, VOCAB, running_example
 from ..core.matrix import Matrix
 from ..core.softmax_and_masks import causal_mask
-from ..teaching.model import check_model
+from ..teaching.model import Sizes, check_model
 from ..teaching.pictures import pipeline
 from ..teaching.reading import RUN_FILE, HeadJob, head_jobs, read, trained_model
 
 __all__ = []
 
 PYODIDE_VERSION = "314.0.7"  # the version the browser tests run (package.json); CPython 3.14
-PYODIDE_URL = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
+PYODIDE_URL = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"  # only when asked for, or as a last resort
+# What the page needs of the npm pyodide package: the loader, CPython in WebAssembly, its standard library
+# and the lock loadPyodide reads. The build copies these into OUTDIR/pyodide/, nothing else of the package.
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+BUNDLED_PYODIDE = "pyodide/"  # the page's own copy, beside index.html
+REPOSITORY = pathlib.Path(__file__).resolve().parent.parent.parent  # where package.json pins pyodide, in a checkout
 MAX_D_MODEL = 64  # the page draws every matrix; wider ones belong in the CLI
 MAX_TOKENS = 16
 MAX_DIGITS = 18  # seed, heads, d_model: a seed of 18 digits is plenty; a longer one is a mistake
@@ -61,6 +68,8 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent  # mha_lists/
 # What trained mode reads besides the module: the shipped run (genesis.txt is not needed to read a text).
 TRAINED_FILES = [RUN_FILE.relative_to(PACKAGE_DIR).as_posix()]
 RANDOM_ONLY = ("seed", "heads", "d_model", "causal")  # settings of the random weights; trained mode has its own
+FIELDS = {"trained": "Weights", "sentence": "Sentence", "seed": "Seed", "heads": "Heads", "d_model": "d_model",
+          "causal": "Causal mask"}  # the page's fields, in the form's order, by the labels the page shows
 
 _TRUE = ("1", "true", "on", "yes")
 _FALSE = ("0", "false", "off", "no", "")
@@ -92,33 +101,105 @@ def _quoted(text: str) -> str:
     return f"{shorten(text, MAX_QUOTED)} ({len(text):,} characters)"
 
 
-def _whole_number(name: str, text: str) -> int:
+def _whole_number(text: str) -> int:
     """A whole number of at most MAX_DIGITS digits, or a ValueError that quotes what was typed."""
     digits = text.strip().lstrip("+-")
     if digits.isdigit() and len(digits) > MAX_DIGITS:  # before int(): CPython refuses > 4300 digits
-        raise ValueError(f"parse_query: {name} has {len(digits):,} digits; this page takes at most {MAX_DIGITS}")
+        raise ValueError(f"{len(digits):,} digits; this page takes at most {MAX_DIGITS}")
     try:
         return int(text.strip())
     except ValueError:
-        raise ValueError(f"parse_query: {name}: {_quoted(text)} is not a whole number") from None
+        raise ValueError(f"{_quoted(text)} is not a whole number") from None
 
 
-def _flag(name: str, text: str) -> bool:
+def _flag(text: str) -> bool:
     """A switch of the query string: 1/0, true/false, on/off, yes/no (or empty: off)."""
     flag = text.strip().lower()
     if flag not in _TRUE + _FALSE:
-        raise ValueError(f"parse_query: {name}: {_quoted(text)} is not 1 (on) or 0 (off)")
+        raise ValueError(f"{_quoted(text)} is not 1 (on) or 0 (off)")
     return flag in _TRUE
+
+
+def _listed(words: list[str]) -> str:
+    """'a', 'a' and 'b', 'a', 'b' and 'c'."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _sentence_problem(sentence: str) -> Optional[str]:
+    """What keeps a sentence of random mode from being drawn, in the page's words; None if nothing."""
+    if len(sentence) > MAX_SENTENCE_CHARS:
+        return f"{len(sentence):,} characters; this page takes at most {MAX_SENTENCE_CHARS}"
+    words = sentence.split()
+    if not words:
+        return "it is empty; add at least one word with the buttons below"
+    if len(words) > MAX_TOKENS:
+        return f"{len(words)} words; this page draws at most {MAX_TOKENS}"
+    unknown = list(dict.fromkeys(_quoted(word) for word in words if word not in VOCAB))
+    if unknown:
+        verb = "is not a word" if len(unknown) == 1 else "are not words"
+        return f"{_listed(unknown)} {verb} of the vocabulary; the buttons below add its words: {' '.join(VOCAB)}"
+    return None
+
+
+def query_problems(query: str) -> dict[str, str]:
+    """Every setting of a query string the page cannot draw, by field, in words for someone using the page.
+
+    ``{}`` when there is none. Keys, in the form's order: trained, sentence, seed, heads, d_model,
+    causal. Each message stands next to its field, so it does not repeat the field's name, and it
+    gives only advice the page can follow (choose other heads; never "pass d_k"). In trained mode
+    only the switch is checked here: the text's length is the trained model's to check.
+
+    >>> problems = query_problems("?seed=x&heads=3&sentence=I+like+cats")
+    >>> list(problems), problems["seed"]
+    (['sentence', 'seed', 'heads'], "'x' is not a whole number")
+    >>> problems["heads"]
+    '3 heads cannot share d_model = 16 columns equally; choose heads among 1, 2, 4, 8, 16, or another d_model'
+    """
+    if not isinstance(query, str):
+        raise TypeError(f"parse_query: query must be a str, got {type(query).__name__}")
+    values = dict(parse_qsl(query.lstrip("?"), keep_blank_values=True))
+    problems: dict[str, str] = {}
+    if "trained" in values:
+        try:
+            if _flag(values["trained"]):
+                return {}
+        except ValueError as error:
+            problems["trained"] = str(error)
+    problem = _sentence_problem(values["sentence"]) if "sentence" in values else None
+    if problem:
+        problems["sentence"] = problem
+    sizes = {}
+    for name in ("seed", "heads", "d_model"):
+        try:
+            sizes[name] = _whole_number(values[name]) if name in values else getattr(Settings(), name)
+        except ValueError as error:
+            problems[name] = str(error)
+    for name in ("heads", "d_model"):
+        if name in sizes and sizes[name] < 1:
+            problems[name] = f"{sizes.pop(name)} is too few; give 1 or more"
+    if sizes.get("d_model", 0) > MAX_D_MODEL:
+        problems["d_model"] = f"{sizes.pop('d_model')} is more than this page draws; at most {MAX_D_MODEL}"
+    heads, d_model = sizes.get("heads"), sizes.get("d_model")
+    if heads and d_model and d_model % heads:
+        fits = [h for h in range(1, d_model + 1) if d_model % h == 0]
+        problems["heads"] = (f"{heads} heads cannot share d_model = {d_model} columns equally; choose heads among "
+                             f"{', '.join(map(str, fits))}, or another d_model")
+    if "causal" in values:
+        try:
+            _flag(values["causal"])
+        except ValueError as error:
+            problems["causal"] = str(error)
+    return {name: problems[name] for name in FIELDS if name in problems}
 
 
 def parse_query(query: str) -> Settings:
     """Settings from a query string such as ``"?seed=7&heads=4&causal=1"``; unset ones keep their defaults.
 
     Keys: sentence, seed, heads, d_model, causal (1/0, true/false, on/off), trained (the same).
-    Unknown keys are ignored. A value that is not what its key takes raises ValueError, quoting it
-    as typed; so do sizes larger than the page draws (no pointer to the CLI: at those sizes
-    it would print for minutes). The attention rules (heads divide d_model, words from the
-    vocabulary) are checked by the library itself when the example is built.
+    Unknown keys are ignored. A value the page cannot draw raises ValueError naming the first field
+    that ``query_problems`` finds (the page shows them all): a value that is not what its key takes,
+    quoted as typed; sizes larger than the page draws (no pointer to the CLI: at those sizes it
+    would print for minutes); heads that do not divide d_model; words not in the vocabulary.
 
     With trained=1 the sentence is any text, as typed (``TRAINED_SENTENCE`` if unset), and seed,
     heads, d_model and causal are ignored: the trained model has its own sizes and reads causally.
@@ -129,32 +210,18 @@ def parse_query(query: str) -> Settings:
     >>> parse_query("?trained=1&heads=3").sentence
     'in the beginning'
     """
-    if not isinstance(query, str):
-        raise TypeError(f"parse_query: query must be a str, got {type(query).__name__}")
+    problems = query_problems(query)
+    if problems:
+        name, problem = next(iter(problems.items()))
+        raise ValueError(f"parse_query: {name}: {problem}")
     values = dict(parse_qsl(query.lstrip("?"), keep_blank_values=True))
-    if "trained" in values and _flag("trained", values["trained"]):
+    if _flag(values.get("trained", "")):
         return Settings(sentence=values.get("sentence", TRAINED_SENTENCE), trained=True)
-    settings = Settings()
-    if "sentence" in values:
-        if len(values["sentence"]) > MAX_SENTENCE_CHARS:
-            raise ValueError(f"parse_query: the sentence has {len(values['sentence']):,} characters; this page "
-                             f"takes at most {MAX_SENTENCE_CHARS}")
-        settings = settings._replace(sentence=values["sentence"])
+    settings = Settings(sentence=values.get("sentence", SENTENCE))
     for name in ("seed", "heads", "d_model"):
         if name in values:
-            settings = settings._replace(**{name: _whole_number(name, values[name])})
-    if "causal" in values:
-        settings = settings._replace(causal=_flag("causal", values["causal"]))
-    if settings.d_model > MAX_D_MODEL:
-        raise ValueError(f"parse_query: d_model is {settings.d_model}; this page draws at most {MAX_D_MODEL}")
-    if len(settings.sentence.split()) > MAX_TOKENS:
-        raise ValueError(f"parse_query: the sentence has {len(settings.sentence.split())} tokens; this page "
-                         f"draws at most {MAX_TOKENS}")
-    if settings.heads >= 1 and settings.d_model >= 1 and settings.d_model % settings.heads:
-        fits = [h for h in range(1, settings.d_model + 1) if settings.d_model % h == 0]
-        raise ValueError(f"parse_query: {settings.heads} heads cannot share d_model = {settings.d_model} columns "
-                         f"equally; choose heads among {', '.join(map(str, fits))}, or another d_model")
-    return settings
+            settings = settings._replace(**{name: _whole_number(values[name])})
+    return settings._replace(causal=_flag(values.get("causal", "")))
 
 
 def check_settings(func: str, name: str, settings: object) -> Settings:
@@ -247,10 +314,12 @@ def _explanation(step: int, settings: Settings) -> str:
 
 
 def _table_html(table: Table, digits: int, table_id: str) -> str:
-    """One matrix: its title (a figcaption, which stays in view while a wide table scrolls), then the table."""
+    """One matrix: its title (a figcaption), then the table in a box that scrolls sideways when it is wider
+    than the screen (its row labels stay in view, and a cue under it says so), then how to read it."""
     n, m = len(table.matrix), len(table.matrix[0])
     out = [f'<figure class="matrix {table.kind}">',
            f'<figcaption id="{table_id}">{html.escape(table.title)} <span class="shape">({n}x{m})</span></figcaption>',
+           f'<div class="scroll" role="region" tabindex="0" aria-labelledby="{table_id}">',
            f'<table aria-labelledby="{table_id}">',
            "<thead><tr><th></th>" + "".join(f'<th scope="col">{html.escape(c)}</th>' for c in table.col_labels)
            + "</tr></thead><tbody>"]
@@ -266,7 +335,9 @@ def _table_html(table: Table, digits: int, table_id: str) -> str:
             else:
                 cells.append(f"<td>{text}</td>")
         out.append(f'<tr><th scope="row">{html.escape(label)}</th>{"".join(cells)}</tr>')
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
+    out.append(f'<p class="scroll-cue">Wider than the screen: scroll sideways in the box to see all {m} columns '
+               "&#x21c6;</p>")
     if table.kind == "weights":
         out.append(f'<p class="how">{_how_to_read(table, digits)}</p>')
     out.append("</figure>")
@@ -415,7 +486,7 @@ def trained_html(text: str) -> str:
 
     >>> page = trained_html("Hi, hi! 2")
     >>> page.count('<figure class="head-map"'), page.count(">&lt;unk&gt;</th>")  # the digit: a column and a row each
-    (4, 8)
+    (5, 10)
     """
     check_type("trained_html", "text", text, str, "a str")
     ex = running_example(trained=True, sentence=text)  # the library's checks: 1 to the rows of its position table
@@ -423,9 +494,8 @@ def trained_html(text: str) -> str:
     sizes = check_model("trained_html", "the shipped model", model)
     _, attention = read(model, text)
     jobs = {(job.layer, job.head): job for job in head_jobs(model, text)}
-    heads = len(attention[0])
     summary = [f"text: {text}", f"characters (one token each): {' '.join(ex.tokens)}",
-               f"seq_len = {len(ex.tokens)}, d_model = {sizes.d_model}, {len(attention)} layers of {heads} heads, "
+               f"seq_len = {len(ex.tokens)}, d_model = {sizes.d_model}, {layers_text(sizes)}, "
                f"at most {sizes.positions} characters (the rows of its position table)"]
     out = ['<ul class="summary">' + "".join(f"<li>{html.escape(line)}</li>" for line in summary) + "</ul>",
            f'<p class="look">{html.escape(LOOK_FOR)}</p>',
@@ -447,20 +517,44 @@ def _python_call(text: str) -> str:
 
 # === The page's one call ===
 
+def _without_function(message: str) -> str:
+    """A library message in the page's words: without the name of the function the page called."""
+    name, colon, rest = message.partition(": ")
+    return rest if colon and name.isidentifier() else message
+
+
 def page_update(query: str) -> str:
     """What the page shows for a query string, as JSON text (the browser calls this through Pyodide).
 
     ``{"ok": true, "html": ..., "settings": {...}, "query": ..., "command": ..., "command_intro": ...}``
-    or ``{"ok": false, "error": "<the library's message>"}``. In trained mode the command is Python.
+    or ``{"ok": false, "errors": {field: message, ...}, "error": ...}``: every field the page cannot
+    draw (``query_problems``; in trained mode the text the model refuses), each message for the page to
+    show next to its field, and ``error`` all of them, a line each, after the field's label. In
+    trained mode the command is Python.
 
-    >>> json.loads(page_update("?sentence=I+like+cats"))["error"].split(";")[0]
-    "running_example: 'cats' is not in the vocabulary"
+    >>> print(json.loads(page_update("?sentence=I+like+cats&heads=5"))["error"])
+    Sentence: 'cats' is not a word of the vocabulary; the buttons below add its words: <PAD> <BOS> <EOS> I like transformers
+    Heads: 5 heads cannot share d_model = 16 columns equally; choose heads among 1, 2, 4, 8, 16, or another d_model
     """
     try:
+        errors = query_problems(query)
+    except TypeError as error:
+        errors = {}
+        fault = _without_function(str(error))
+    else:
+        fault = None
+    if not errors and fault is None:
         settings = parse_query(query)
-        fragment = walkthrough_html(settings)
-    except (ValueError, TypeError, OSError) as error:  # ShapeError is a ValueError; OSError: no shipped run
-        return json.dumps({"ok": False, "error": str(error).removeprefix("parse_query: ")})  # the page is the one asking
+        try:
+            fragment = walkthrough_html(settings)
+        except (ValueError, TypeError, OSError) as error:  # ShapeError is a ValueError; OSError: no shipped run
+            if settings.trained and not isinstance(error, OSError):  # the text the model refuses
+                errors = {"sentence": _without_function(str(error))}
+            else:
+                fault = _without_function(str(error))
+    if errors or fault is not None:
+        lines = [f"{FIELDS[name]}: {message}" for name, message in errors.items()]
+        return json.dumps({"ok": False, "errors": errors, "error": "\n".join(lines) if lines else fault})
     if settings.trained:
         intro, command = "Same numbers in Python:", _python_call(settings.sentence)
     else:
@@ -542,6 +636,11 @@ def _json_for_script(value: object) -> str:
 _PAGE_FILES = ("style.css", "page.js", "index.html")
 
 
+def layers_text(sizes: Sizes) -> str:
+    """Each layer's heads in words: "layer 0: 3 heads, layer 1: 2 heads"."""
+    return ", ".join(f"layer {i}: {layer['h']} head{'s' * (layer['h'] > 1)}" for i, layer in enumerate(sizes.layers))
+
+
 def _trained_config() -> dict:
     """What the page knows of the shipped run before Python loads: its files, its sizes, its first text."""
     missing = [name for name in TRAINED_FILES if not (PACKAGE_DIR / name).is_file()]
@@ -550,40 +649,87 @@ def _trained_config() -> dict:
                          "trained mode reads it (python -m mha_lists.tools.read_text --save writes a run)")
     sizes = check_model("build_site", "the shipped model", trained_model())
     return {"files": TRAINED_FILES, "sentence": TRAINED_SENTENCE, "window": sizes.positions,
-            "d_model": sizes.d_model, "layers": len(sizes.layers), "heads": sizes.layers[0]["h"]}
+            "d_model": sizes.d_model, "layers": layers_text(sizes)}
 
 
-def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL) -> list[pathlib.Path]:
+def _npm_version(folder: pathlib.Path) -> Optional[str]:
+    """The version an npm package's package.json gives, or None where there is none to read."""
+    try:
+        return str(json.loads((folder / "package.json").read_text(encoding="utf-8"))["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _pyodide_candidates() -> list[pathlib.Path]:
+    """Where ``npm ci`` puts the pyodide package: the current folder's node_modules, then the repository's."""
+    places = [pathlib.Path.cwd() / "node_modules" / "pyodide", REPOSITORY / "node_modules" / "pyodide"]
+    return list(dict.fromkeys(path.resolve() for path in places))
+
+
+def find_pyodide() -> Optional[pathlib.Path]:
+    """The npm pyodide package of ``PYODIDE_VERSION`` with every file the page needs, or None.
+
+    It looks in ``node_modules/pyodide`` of the current folder, then of the repository
+    (``npm ci`` installs it there: package.json pins the version).
+    """
+    for folder in _pyodide_candidates():
+        if _npm_version(folder) == PYODIDE_VERSION and all((folder / name).is_file() for name in PYODIDE_FILES):
+            return folder
+    return None
+
+
+def no_local_pyodide() -> str:
+    """The build's warning when it finds no local Pyodide: the page will need the internet, and the fix."""
+    wrong = [f"{folder} is version {_npm_version(folder)}" for folder in _pyodide_candidates()
+             if _npm_version(folder) not in (None, PYODIDE_VERSION)]
+    where = f"npm ci` in {REPOSITORY}" if (REPOSITORY / "package.json").is_file() else \
+        f"npm install pyodide@{PYODIDE_VERSION}` in this folder"
+    return (f"WARNING: no local copy of Pyodide {PYODIDE_VERSION} (node_modules/pyodide, from npm)"
+            + (f": {'; '.join(wrong)}" if wrong else "") + ".\n"
+            f"  The page will load Python from {PYODIDE_URL} and NEEDS THE INTERNET: offline it computes nothing.\n"
+            f"  For a page that works offline, run `{where}, then build again.")
+
+
+def build_site(outdir: Union[str, pathlib.Path], pyodide_url: Optional[str] = None) -> list[pathlib.Path]:
     """Write the static page into outdir (created if missing); return the files written.
 
-    ``pyodide_url`` is the folder holding pyodide.mjs, absolute or relative to the page.
+    By default (``pyodide_url=None``) the page brings its own Python: the files it needs of the npm
+    pyodide package (``find_pyodide()``, ``PYODIDE_FILES``) are copied into outdir/pyodide/, and the
+    page loads them from there, so it computes with no internet. Where there is no such package,
+    the page loads Pyodide from its CDN (``PYODIDE_URL``), and the build says so on stderr
+    (``no_local_pyodide()``). ``pyodide_url``, the folder holding pyodide.mjs (absolute or
+    relative to the page), chooses where it comes from instead, and nothing of Pyodide is copied.
     Only the module files the page imports (``module_files()``) are written beside it, and
     the shipped run trained mode reads (``TRAINED_FILES``), at the same place under mha_lists/.
     Raises ValueError for bad arguments, OSError where outdir cannot be written.
     """
     if not isinstance(outdir, (str, pathlib.Path)) or not str(outdir).strip():
         raise ValueError(f"build_site: outdir must be a folder path, got {shorten(outdir)}")
-    if not isinstance(pyodide_url, str) or not pyodide_url.strip():
+    if pyodide_url is not None and (not isinstance(pyodide_url, str) or not pyodide_url.strip()):
         raise ValueError("build_site: pyodide_url must be a non-empty URL of the folder holding pyodide.mjs")
     out = pathlib.Path(outdir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"build_site: outdir {shorten(str(outdir), 200)} is a file, not a folder")
+    chosen = pyodide_url is not None
+    bundled = None if chosen else find_pyodide()
+    if not chosen:
+        pyodide_url = BUNDLED_PYODIDE if bundled else PYODIDE_URL
     if not pyodide_url.endswith("/"):
         pyodide_url += "/"
     files = module_files()
     trained = _trained_config()
-    for target in [out / "mha_lists" / name for name in files + TRAINED_FILES] + [out / name for name in _PAGE_FILES]:
+    copies = [(PACKAGE_DIR / name, out / "mha_lists" / name) for name in files + TRAINED_FILES]
+    copies += [(SITE_FILES / name, out / name) for name in _PAGE_FILES[:2]]
+    copies += [(bundled / name, out / BUNDLED_PYODIDE / name) for name in PYODIDE_FILES if bundled]
+    for target in [target for _, target in copies] + [out / "index.html"]:
         if target.exists() and not target.is_file():  # writing into a FIFO would wait for a reader
             raise ValueError(f"build_site: {shorten(str(target), 200)} is not a regular file (a folder, a FIFO or "
                              "a device); it cannot be written over")
     written = []
-    for name in files + TRAINED_FILES:
-        (out / "mha_lists" / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PACKAGE_DIR / name, out / "mha_lists" / name)
-        written.append(out / "mha_lists" / name)
-    for name in _PAGE_FILES[:2]:
-        shutil.copyfile(SITE_FILES / name, out / name)
-        written.append(out / name)
+    for source, target in copies:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        written.append(target)
     settings = Settings()
     config = {"pyodideUrl": pyodide_url, "pyodideVersion": PYODIDE_VERSION, "moduleFiles": files,
               "defaults": settings._asdict(), "vocab": VOCAB, "trained": trained}
@@ -595,7 +741,7 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
         sentence=html.escape(settings.sentence, quote=True),
         seed=settings.seed, heads=settings.heads, d_model=settings.d_model,
         max_d_model=MAX_D_MODEL, max_tokens=MAX_TOKENS, window=trained["window"],
-        trained_d_model=trained["d_model"], trained_layers=trained["layers"], trained_heads=trained["heads"],
+        trained_d_model=trained["d_model"], trained_layers=trained["layers"],
         vocab_buttons="".join(f'<button type="button" class="word" disabled>{html.escape(w)}</button>'
                               for w in VOCAB),
         pyodide_url=html.escape(pyodide_url, quote=True),
@@ -603,6 +749,8 @@ def build_site(outdir: Union[str, pathlib.Path], pyodide_url: str = PYODIDE_URL)
     )
     (out / "index.html").write_text(page, encoding="utf-8")
     written.append(out / "index.html")
+    if not chosen and not bundled:  # once the page is written: a build that failed says only why
+        print(no_local_pyodide(), file=sys.stderr)
     return written
 
 
@@ -611,10 +759,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = OneLineErrorParser(prog="python -m mha_lists.tools.site",
                                 description="Build the static web page of the whole trace into OUTDIR.")
     parser.add_argument("outdir", help="folder to write index.html and its files into (created if missing)")
-    parser.add_argument("--pyodide-url", default=PYODIDE_URL,
-                        help=f"folder URL holding pyodide.mjs, absolute or relative to the page (default: {PYODIDE_URL})")
+    parser.add_argument("--pyodide-url", default=None,
+                        help="folder URL holding pyodide.mjs, absolute or relative to the page, e.g. the CDN's "
+                             f"{PYODIDE_URL} (default: a copy of node_modules/pyodide, from npm ci, in "
+                             "OUTDIR/pyodide/, so the page works offline; the CDN when there is none)")
     args = parser.parse_args(argv)
-    if not args.pyodide_url.strip():
+    if args.pyodide_url is not None and not args.pyodide_url.strip():
         parser.error("--pyodide-url is empty; give the folder URL holding pyodide.mjs, e.g. pyodide/")
     if not args.outdir.strip():
         parser.error("OUTDIR is empty; give a folder to write the page into")
@@ -626,7 +776,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         where = str(error.filename or args.outdir)  # as it is, or cut short when long or not printable
         where = where if len(where) <= 200 and where.isprintable() else shorten(where, 200)
         parser.error(f"cannot write {where}: {error.strerror or type(error).__name__}")
-    print(f"wrote {len(written)} files to {args.outdir}; open {pathlib.Path(args.outdir) / 'index.html'} "
+    python = ("with Python (Pyodide) in pyodide/: works offline" if pathlib.Path(args.outdir, BUNDLED_PYODIDE,
+              "pyodide.mjs") in written else f"Python (Pyodide) from {args.pyodide_url or PYODIDE_URL}")
+    print(f"wrote {len(written)} files to {args.outdir}, {python}; open {pathlib.Path(args.outdir) / 'index.html'} "
           "through a web server (python -m http.server -d OUTDIR)")
     return 0
 

@@ -4,6 +4,8 @@
 // every change is a step of the browser's history: Back undoes it, Forward redoes it.
 // All HTML of the walkthrough comes from Python (mha_lists.tools.site.page_update).
 // Trained mode (?trained=1) reads the shipped run, fetched the first time it is asked for.
+// Example links and Back/Forward work while Python loads: the form and the address bar change at
+// once, and the numbers of the example on the address bar come when Python is ready.
 
 const config = JSON.parse(document.getElementById("mha-config").textContent);
 const form = document.getElementById("controls");
@@ -19,6 +21,7 @@ const progressText = document.getElementById("progress-text");
 const MODULE_DIR = "/mha_lists_site";
 const FIELDS = ["sentence", "seed", "heads", "d_model"];
 const RANDOM_ONLY = ["seed", "heads", "d_model", "causal"];  // the trained model has its own (the note says so)
+const CHECKED = ["trained", "sentence", "seed", "heads", "d_model", "causal"];  // each has a message beside it
 const TRUE = ["1", "true", "on", "yes"];
 
 let update = null; // mha_lists.tools.site.page_update, once Python is ready
@@ -26,6 +29,7 @@ let pyodide = null;
 let trainedFiles = null;  // a promise: the shipped run written into Pyodide's file system
 let shown = 0;  // the latest show(); an earlier one still waiting for the weights draws nothing
 let pythonVersion = "Python";
+let pythonFailed = false;  // then an example link is followed as a plain link: loading the page again may work
 // Each mode keeps its own sentence: the vocabulary's words, or any text of at most config.trained.window characters.
 const sentences = { random: config.defaults.sentence, trained: config.trained.sentence };
 let sentenceMode = "random";  // whose sentence the box holds
@@ -84,12 +88,35 @@ function formQuery() {
   return "?" + params.toString();
 }
 
-function showError(message, state) {
+// Each field Python refuses gets its message beside it, is marked invalid, and is described by the message.
+function markFields(errors) {
+  for (const name of CHECKED) {
+    const note = document.getElementById(`${name}-error`);
+    const message = errors[name] || "";
+    note.textContent = message;
+    note.hidden = !message;
+    const inputs = name === "trained" ? [...form.querySelectorAll("input[name='trained']")] : [form[name]];
+    for (const input of inputs) {
+      input.dataset.describedby ??= input.getAttribute("aria-describedby") || "";
+      const ids = [...(message ? [note.id] : []), ...input.dataset.describedby.split(" ").filter(Boolean)];
+      if (message) input.setAttribute("aria-invalid", "true");
+      else input.removeAttribute("aria-invalid");
+      if (ids.length) input.setAttribute("aria-describedby", ids.join(" "));
+      else input.removeAttribute("aria-describedby");
+    }
+  }
+}
+
+function showError(message, state, errors = {}) {
+  markFields(errors);
   errorBox.textContent = message;
   errorBox.hidden = false;
   walkthrough.hidden = true;
   commandLine.hidden = true;
-  setState(state, "These settings give no example; change one above, or go Back.");
+  const n = Object.keys(errors).length;
+  const which = n === 1 ? "the field marked above needs" : `the ${n} fields marked above need`;
+  setState(state, n ? `These settings give no example: ${which} a change (or go Back).`
+    : "These settings give no example; change one above, or go Back.");
 }
 
 // The shipped run, into Pyodide's file system where reading.trained_model() looks: once, on first use.
@@ -107,15 +134,32 @@ function loadTrainedFiles() {
   return trainedFiles;
 }
 
-// A heatmap wider than its box scrolls sideways; say so under it (and not under one that fits).
+// A table wider than its box scrolls sideways; say so under it (and not under one that fits), and fade
+// its right edge until it is scrolled to the end.
 function markScrolling() {
-  for (const box of walkthrough.querySelectorAll(".head-map .scroll")) {
-    box.parentElement.toggleAttribute("data-scrolls", box.scrollWidth > box.clientWidth + 1);
+  for (const box of walkthrough.querySelectorAll("figure .scroll")) {
+    const figure = box.closest("figure");
+    const atEnd = () => figure.toggleAttribute("data-at-end", box.scrollLeft + box.clientWidth >= box.scrollWidth - 1);
+    figure.toggleAttribute("data-scrolls", box.scrollWidth > box.clientWidth + 1);
+    atEnd();
+    box.onscroll = atEnd;
   }
+}
+
+// Before Python is ready: the numbers on screen are the default example's, until this one is computed.
+function waitForPython(query) {
+  walkthrough.classList.toggle("stale", Boolean(query));
+  commandLine.classList.toggle("stale", Boolean(query));
+  setState("loading", (query ? "This example is computed as soon as Python has loaded; the numbers below are " +
+    "still the default example's" : "Showing the default example") + ". Loading Python (Pyodide)...");
 }
 
 async function show(query) {
   const ticket = ++shown;
+  if (!update) {  // start() shows the address bar's example once Python is ready
+    if (!pythonFailed) waitForPython(query);
+    return;
+  }
   if (isTrained(query)) {
     try {
       if (!trainedFiles) setState("loading", `Loading the trained model's weights (mha_lists/${config.trained.files.join(", ")})...`);
@@ -128,9 +172,10 @@ async function show(query) {
   }
   const result = JSON.parse(update(query));
   if (!result.ok) {
-    showError(result.error, "error");
+    showError(result.error, "error", result.errors);
     return;
   }
+  markFields({});
   errorBox.hidden = true;
   walkthrough.hidden = false;
   commandLine.hidden = false;
@@ -142,7 +187,7 @@ async function show(query) {
   const s = result.settings;
   if (s.trained) {
     const t = config.trained, n = [...s.sentence].length;  // characters as Python counts them: code points
-    setState("computed", `Computed in your browser: the model trained on Genesis (${t.layers} layers of ${t.heads} heads, ` +
+    setState("computed", `Computed in your browser: the model trained on Genesis (${t.layers}, ` +
       `d_model ${t.d_model}) reading ${n} character${n === 1 ? "" : "s"}, by mha_lists on ${pythonVersion}.`);
     return;
   }
@@ -223,41 +268,44 @@ function enableControls() {
       recompute();
     });
   }
+  document.getElementById("backspace").addEventListener("click", () => {
+    form.sentence.value = form.sentence.value.trim().split(/\s+/).slice(0, -1).join(" ");
+    recompute();
+  });
+}
+
+// From the first moment, even while Python loads: an example link changes the form and the address bar
+// in place (no reload, no new Python), and Back and Forward step through those changes.
+function listenFromTheStart() {
   for (const link of document.querySelectorAll("a.example")) {
-    link.addEventListener("click", (event) => {  // recompute in place: no reload, no new Python
+    link.addEventListener("click", (event) => {
+      if (pythonFailed) return;
       event.preventDefault();
       fillFormFromQuery(new URL(link.href).search);
       recompute();
     });
   }
-  document.getElementById("backspace").addEventListener("click", () => {
-    form.sentence.value = form.sentence.value.trim().split(/\s+/).slice(0, -1).join(" ");
-    recompute();
-  });
   window.addEventListener("popstate", restore);
   window.addEventListener("resize", markScrolling);
 }
 
 async function start() {
-  const query = location.search;
-  if (query) {
-    fillFormFromQuery(query);
-    walkthrough.classList.add("stale");  // the default example's numbers, until this link's are computed
-    commandLine.classList.add("stale");
-  }
-  setState("loading", (query ? "Computing the example of this link" : "Showing the default example") +
-    "; loading Python (Pyodide) to recompute in your browser...");
+  if (location.search) fillFormFromQuery(location.search);
+  listenFromTheStart();
+  markScrolling();
+  show(location.search);  // Python is not ready yet: this says so, and keeps the link's settings in the form
   try {
     await loadPython();
   } catch (error) {
+    pythonFailed = true;
     setState("failed", `Python could not be loaded from ${config.pyodideUrl} (${error.message}). ` +
-      (query ? "The numbers below are the default example, not this link's." : "The numbers below are the default example."));
+      (location.search ? "The numbers below are the default example, not this link's." : "The numbers below are the default example."));
     return;
   }
   walkthrough.classList.remove("stale");
   commandLine.classList.remove("stale");
   enableControls();
-  show(query);
+  show(location.search);  // the address bar's example: a link clicked while Python loaded is on it
 }
 
 start();
