@@ -676,20 +676,42 @@ def test_the_checker_reads_no_site_packages_and_no_environment():
     assert _run([check], 60) == ({"x": None}, None)
 
 
-def test_a_notebook_that_changes_the_teachers_notebooks_stops_the_grading(tmp_path):
-    # Every file is read before any notebook runs, so the next notebook is graded against the
-    # teacher's notebook as it was; but the folder is changed for the next run, so nothing more runs.
+def test_a_notebook_cannot_change_the_teachers_notebooks(tmp_path):
+    # The learner's process may not open the teacher's notebooks (--source), to read or to write:
+    # the notebook that tries earns nothing, the file stays as it was, and the next one is graded.
     shutil.copytree(ROOT / "notebooks" / "exercises", tmp_path / "teacher")
-    change = code_cell(f"import pathlib\np = pathlib.Path({str(tmp_path / 'teacher' / named('03').name)!r})\n"
+    target = tmp_path / "teacher" / named("03").name
+    before = target.read_bytes()
+    change = code_cell(f"import pathlib\np = pathlib.Path({str(target)!r})\n"
                        "p.write_text(p.read_text().replace('check_close(', 'print('))")
     (tmp_path / named("04").name).write_text(json.dumps(tampered(insert_before("04_my_softmax_check", change))))
     shutil.copy(named("03"), tmp_path / named("03").name)
     result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", "--source",
                              str(tmp_path / "teacher"), named("04").name, named("03").name], cwd=tmp_path,
                             capture_output=True, text=True, encoding="utf-8")
-    assert result.returncode == 2 and f"{named('04').name}: 4/4 points" in result.stdout
-    assert f"error: {named('03').name}: not graded, nor what follows: an earlier notebook changed the teacher's" \
-        in result.stderr
+    assert result.returncode == 0 and target.read_bytes() == before, result.stdout + result.stderr
+    assert f"{named('04').name}: 0/4 points" in result.stdout and f"{named('03').name}: 3/3 points" in result.stdout
+    assert (f"04_my_softmax_check: 0 points, did not run: score refuses this in a graded notebook: it reads "
+            f"the teacher's notebooks ({target})") in result.stdout
+
+
+def test_teachers_notebooks_changed_between_two_submissions_stop_the_grading(tmp_path, monkeypatch, capsys):
+    # What score does if the teacher's notebooks change anyway (by a way the learner's process is
+    # not watched for, or by someone else): nothing after is graded. Here the change is made by hand.
+    shutil.copytree(ROOT / "notebooks" / "exercises", tmp_path / "teacher")
+    target = tmp_path / "teacher" / named("03").name
+    real_score = exercises_module.score
+
+    def score_then_change(*args, **kwargs):
+        result = real_score(*args, **kwargs)
+        target.write_text(target.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+        return result
+    monkeypatch.setattr(exercises_module, "score", score_then_change)
+    with pytest.raises(SystemExit) as stopped:
+        exercises_module.main(["score", "--source", str(tmp_path / "teacher"), str(named("04")), str(named("03"))])
+    out, err = capsys.readouterr()
+    assert stopped.value.code == 2 and f"{named('04')}: 4/4 points" in out
+    assert f"error: {named('03')}: not graded, nor what follows: an earlier notebook changed the teacher's" in err
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
@@ -1311,3 +1333,218 @@ def test_exercise_of_names_a_bad_argument():
     for teachers, error in ((None, TypeError), ({}, TypeError), ([TEACHER_04], TypeError), ({"a.ipynb": "nb"}, NotebookError)):
         with pytest.raises(error, match="^exercise_of: teachers"):
             exercises_module.exercise_of(TEACHER_04, teachers)
+
+
+# === An answer must not be the teacher's: the learner's process cannot read the teacher's notebooks ===
+
+THEIR_04 = str(named("04"))  # the teacher's notebook, beside the package as a checkout has it
+REFUSED = "score refuses this in a graded notebook: "
+# The issue's cheat: find the teacher's notebook next to the installed package, run its solution.
+RUN_THEIR_SOLUTION = (
+    "def my_softmax(row):\n"
+    "    import json, math, mha_lists, pathlib\n"
+    "    folder = pathlib.Path(mha_lists.__file__).resolve().parents[1] / 'notebooks' / 'exercises'\n"
+    "    nb = json.loads((folder / '04_softmax_and_masks.ipynb').read_text())\n"
+    "    code = next(''.join(c['source']) for c in nb['cells']\n"
+    "                if c['metadata'].get('nbgrader', {}).get('grade_id') == '04_my_softmax')\n"
+    "    found = {'math': math}\n"
+    "    exec(code, found)\n"
+    "    return found['my_softmax'](row)\n")
+
+
+def with_cell(grade_id, text):
+    """The 04 solutions as handed in, the cell ``grade_id`` holding ``text``."""
+    nb = submitted(TEACHER_04)
+    for cell in nb["cells"]:
+        if _grade_id(cell) == grade_id:
+            cell["source"] = text
+    return nb
+
+
+def test_an_answer_that_runs_the_teachers_solution_earns_nothing_with_the_reason():
+    result = score(with_cell("04_my_softmax", RUN_THEIR_SOLUTION), TEACHER_04)
+    theirs = "did not run: score refuses this in a graded notebook: it reads the teacher's notebooks " \
+             f"({THEIR_04})"
+    # The learner's process ends there: that answer and every later one, the honest ones included.
+    assert result.failed == {"04_my_softmax_check": theirs, "04_causal_check": theirs} and result.earned == 0
+
+
+def test_a_refusal_the_answer_catches_still_earns_nothing():
+    # linecache swallows the PermissionError and returns []; the answer then computes honestly.
+    caught = ("def my_softmax(row):\n    import linecache, math\n"
+              f"    linecache.getlines({THEIR_04!r})\n"
+              "    top = max(row)\n    exps = [math.exp(x - top) for x in row]\n"
+              "    return [e / math.fsum(exps) for e in exps]\n")
+    result = score(with_cell("04_my_softmax", caught), TEACHER_04)
+    assert result.failed["04_my_softmax_check"].startswith("did not run: " + REFUSED + "it reads the teacher's "
+                                                           "notebooks (")
+
+
+def test_an_answer_that_catches_another_refusal_earns_nothing_either():
+    caught = ("def my_softmax(row):\n    import math\n    try:\n        import ctypes\n    except Exception:\n"
+              "        pass\n    top = max(row)\n    exps = [math.exp(x - top) for x in row]\n"
+              "    return [e / math.fsum(exps) for e in exps]\n")
+    result = score(with_cell("04_my_softmax", caught), TEACHER_04)
+    assert result.failed == {"04_my_softmax_check": "PermissionError: " + REFUSED + "it imports ctypes, which can "
+                                                                                   "start processes or run C unseen"}
+    assert result.earned == result.possible - 2  # the next answer still counts
+
+
+def test_reading_the_teachers_notebooks_in_a_cell_of_its_own_costs_every_answer():
+    cell = code_cell(f"try:\n    text = open({THEIR_04!r}).read()\nexcept OSError:\n    text = ''")
+    result = score(tampered(insert_before("04_my_softmax_check", cell)), TEACHER_04)
+    assert result.earned == 0 and set(result.failed) == set(POINTS_04)
+    assert all(why.startswith("did not run: " + REFUSED + "it reads the teacher's notebooks")
+               for why in result.failed.values())
+
+
+FOLDER = os.path.dirname(THEIR_04)
+# Ways to the teacher's notebooks (or to running something that reads them) from the learner's
+# process, each as the body of a function an answer would call, and the start of its refusal.
+ROUTES = {
+    "open": (f"return open({THEIR_04!r}).read()", "it reads the teacher's notebooks"),
+    "bytes path": (f"return open({THEIR_04!r}.encode(), 'rb').read()", "it reads the teacher's notebooks"),
+    "os.open": (f"import os\nreturn os.read(os.open({THEIR_04!r}, os.O_RDONLY), 100)",
+                "it reads the teacher's notebooks"),
+    "io.FileIO": (f"import io\nreturn io.FileIO({THEIR_04!r}).read()", "it reads the teacher's notebooks"),
+    "a module's loader": (f"import importlib.machinery as m\nreturn m.SourceFileLoader('nb', {THEIR_04!r})"
+                          f".get_data({THEIR_04!r})", "it reads the teacher's notebooks"),
+    "a path relative to the checkout": (f"import os\nos.chdir({str(ROOT)!r})\n"
+                                        f"return open('notebooks/exercises/{named('04').name}').read()",
+                                        "it enters a folder that holds the teacher's notebooks"),
+    "a relative path, one folder up": (f"return open('../' * 40 + {THEIR_04[1:]!r}).read()",
+                                       "it reads the teacher's notebooks"),
+    "os.open, .. from a folder": ("import os\nos.mkdir('d')\nreturn os.open('d/../x', os.O_RDONLY | os.O_CREAT)",
+                                  "it opens a path with .. in it that is not absolute"),
+    "a path with ..": (f"return open({FOLDER + '/../exercises/' + named('04').name!r}).read()",
+                       "it reads the teacher's notebooks"),
+    "/proc/self/root": (f"return open('/proc/self/root' + {THEIR_04!r}).read()", "it reads the teacher's notebooks"),
+    "a new file in their folder": (f"open({FOLDER + '/mine.txt'!r}, 'w').write('x')", "it reads the teacher's notebooks"),
+    "chdir into their folder": (f"import os\nos.chdir({FOLDER!r})\nreturn open({named('04').name!r}).read()",
+                                "it reads the teacher's notebooks"),
+    "listing their folder": (f"import os\nreturn os.listdir({FOLDER!r})", "it reads the teacher's notebooks"),
+    "a symbolic link": (f"import os\nos.symlink({THEIR_04!r}, 'link.ipynb')\nreturn open('link.ipynb').read()",
+                        "it makes a link (os.symlink)"),
+    "a hard link": (f"import os\nos.link({THEIR_04!r}, 'link.ipynb')\nreturn open('link.ipynb').read()",
+                    "it makes a link (os.link)"),
+    "a folder's descriptor": (f"import os\nfd = os.open({str(ROOT)!r}, os.O_RDONLY)\n"
+                              f"return os.read(os.open('notebooks/exercises/{named('04').name}', os.O_RDONLY, "
+                              "dir_fd=fd), 100)", "it opens a folder"),
+    # A path object converted once to what is opened, and again (differently) to what is checked.
+    "a path that changes": ("import os\nclass P(os.PathLike):\n    n = 0\n    def __fspath__(self):\n"
+                            f"        P.n += 1\n        return {THEIR_04!r} if P.n == 1 else 'x'\n"
+                            "return os.read(os.open(P(), os.O_RDONLY), 100)", "it reads the teacher's notebooks"),
+    "pathlib changed": ("import os, pathlib\nn = []\n"
+                        f"pathlib.PurePath.__fspath__ = lambda self: 'x' if n.append(1) or len(n) > 1 else {THEIR_04!r}\n"
+                        "return os.read(os.open(pathlib.Path('x'), os.O_RDONLY), 100)",
+                        "it reads the teacher's notebooks"),
+    "os.system": (f"import os\nos.system('cat {THEIR_04} > copy.ipynb')\nreturn open('copy.ipynb').read()",
+                  "it starts or signals a process (os.system)"),
+    "subprocess": (f"import subprocess\nreturn subprocess.run(['cat', {THEIR_04!r}], capture_output=True).stdout",
+                   "it imports _posixsubprocess"),
+    "os.posix_spawn": ("import os\nreturn os.posix_spawn('/bin/true', ['true'], {})",
+                       "it starts or signals a process (os.posix_spawn)"),
+    "os.fork": ("import os\nreturn os.fork()", "it starts or signals a process (os.fork)"),
+    "exec": ("import os\nos.execv('/bin/true', ['true'])", "it starts or signals a process (os.exec)"),
+    "ctypes": ("import ctypes\nreturn ctypes.CDLL(None).system(b'true')", "it imports ctypes"),
+    "cffi": ("import cffi\nreturn cffi.FFI().dlopen(None)", "it imports cffi"),
+    "a subinterpreter": ("import _xxsubinterpreters\nreturn _xxsubinterpreters.create()",
+                         "it imports _xxsubinterpreters"),
+    "the grader's command line": ("import os\nreturn open(f'/proc/{os.getppid()}/cmdline').read()",
+                                  "it reads /proc/"),
+    "its own memory": ("return open('/proc/self/mem', 'rb').read(1)", "it reads /proc/self/mem"),
+    "the garbage collector": ("import gc\nreturn len(gc.get_objects())",
+                              "it inspects or traces the interpreter (gc.get_objects)"),
+    "a tracer": ("import sys\nsys.settrace(lambda *args: None)", "it inspects or traces the interpreter (sys.settrace)"),
+    "the network": ("import socket\nsocket.socket().connect(('127.0.0.1', 9))",
+                    "it uses the network (socket.connect)"),
+    "a code object by hand": ("return (lambda: 0).__code__.replace(co_consts=(1,))",
+                              "it makes a code object by hand (code.__new__)"),
+    "C it brings": ("open('mine.cpython-311-x86_64-linux-gnu.so', 'wb').write(b'x')",
+                    "it writes a file named as a C extension module"),
+    "C renamed into place": ("import os\nopen('mine.txt', 'w').write('x')\nos.rename('mine.txt', 'mine.so')",
+                             "it writes a file named as a C extension module"),
+    "C from a file of another name": ("import importlib.machinery as m, importlib.util as u\n"
+                                      "open('mine.txt', 'wb').write(b'x')\n"
+                                      "loader = m.ExtensionFileLoader('mine', 'mine.txt')\n"
+                                      "return u.module_from_spec(u.spec_from_file_location('mine', 'mine.txt', "
+                                      "loader=loader))", "it loads C from a file not named as an extension module"),
+}
+
+
+def answer_by(body):
+    return "\n".join("    " + line for line in body.split("\n"))
+
+
+# A refused read of the teacher's notebooks costs every later answer too, so each of those routes
+# runs in a grading of its own; the others are refused one by one in one grading.
+THEIRS = [name for name, (_, why) in ROUTES.items() if why == "it reads the teacher's notebooks"]
+
+
+@pytest.mark.parametrize("name", THEIRS)
+def test_no_route_from_the_learners_process_to_the_teachers_notebooks(name):
+    body, why = ROUTES[name]
+    try:
+        ran, stopped = _run([_Cell("def answer():\n" + answer_by(body)), _Cell("answer()", "x", answers=("answer",))], 60)
+    finally:
+        written = os.path.exists(os.path.join(FOLDER, "mine.txt"))
+        if written:  # by a grader that let it through: not left in the teacher's folder
+            os.remove(os.path.join(FOLDER, "mine.txt"))
+    assert ran == {} and not written, f"{name}: not refused"
+    assert stopped.startswith(REFUSED + why), stopped  # the learner's process ended there
+
+
+def test_no_process_no_c_no_link_no_proc_and_no_tracing_in_the_learners_process():
+    others = [name for name in ROUTES if name not in THEIRS]
+    cells = [_Cell("".join(f"def answer_{n}():\n{answer_by(ROUTES[name][0])}\n" for n, name in enumerate(others)))]
+    cells += [_Cell(f"answer_{n}()", name, answers=(f"answer_{n}",)) for n, name in enumerate(others)]
+    ran, stopped = _run(cells, 60)
+    assert stopped is None
+    for name in others:
+        assert ran[name] is not None and ran[name].startswith("PermissionError: " + REFUSED + ROUTES[name][1]), \
+            (name, ran[name])
+
+
+def test_the_teachers_folder_given_as_source_and_its_checkouts_git_are_closed(tmp_path):
+    # A checkout elsewhere: --source in it, and the .git beside it, whose objects hold every version.
+    folder = tmp_path / "course" / "exercises"
+    folder.mkdir(parents=True)
+    (folder / "04.ipynb").write_text("{}")
+    (tmp_path / "course" / ".git" / "objects" / "ab").mkdir(parents=True)
+    (tmp_path / "course" / ".git" / "objects" / "ab" / "cdef").write_bytes(b"x")
+    (tmp_path / "course" / "notes.txt").write_text("not the teacher's notebooks")
+    answer = _Cell("def answer(path):\n    return open(path).read()")
+    checks = [_Cell(f"answer({str(path)!r})", name, answers=("answer",)) for name, path in (
+        ("notes", tmp_path / "course" / "notes.txt"),
+        ("notebook", folder / "04.ipynb"),
+        ("git", tmp_path / "course" / ".git" / "objects" / "ab" / "cdef"))]
+    ran, stopped = _run([answer, *checks[:1], checks[2]], 60, source=folder)
+    assert ran == {"notes": None} and stopped == REFUSED + (
+        f"it reads the .git that holds the teacher's notebooks ({tmp_path / 'course' / '.git' / 'objects' / 'ab' / 'cdef'})")
+    ran, stopped = _run([answer, checks[1]], 60, source=folder)
+    assert ran == {} and stopped == REFUSED + f"it reads the teacher's notebooks ({folder / '04.ipynb'})"
+    # Without source, that folder is open (only notebooks/exercises of this checkout is closed).
+    assert _run([answer, checks[1]], 60) == ({"notebook": None}, None)
+
+
+def test_an_honest_answer_may_read_and_write_its_own_files_and_import_the_standard_library():
+    answer = _Cell("import json, os, pathlib, random, statistics, tempfile, fractions, decimal\n"
+                   "def answer():\n"
+                   "    pathlib.Path('mine.json').write_text(json.dumps([1.0, 2.0]))\n"
+                   "    with tempfile.NamedTemporaryFile('w', suffix='.txt') as f:\n"
+                   "        f.write('scratch')\n"
+                   "    return json.loads(open(os.path.join(os.getcwd(), 'mine.json')).read())")
+    check = _Cell("from mha_lists.tools.exercises import check_close\ncheck_close('x', answer(), [1.0, 2.0])", "x",
+                  answers=("answer",))
+    assert _run([answer, check], 60) == ({"x": None}, None)
+
+
+def test_a_source_folder_that_holds_what_grading_reads_is_refused():
+    # Closed to the learner's code, such a folder would refuse the package's own files to it.
+    with pytest.raises(ValueError, match=r"^score: source .* holds the package mha_lists, which grading reads; "
+                                         "keep the teacher's notebooks in a folder of their own$"):
+        score(submitted(TEACHER_04), TEACHER_04, source=ROOT)
+    with pytest.raises(ValueError, match=r"^score: source .* holds Python, which grading reads"):
+        score(submitted(TEACHER_04), TEACHER_04, source=sys.prefix)
+    with pytest.raises(TypeError, match="^score: source must be a str or a Path, got int$"):
+        score(submitted(TEACHER_04), TEACHER_04, source=3)

@@ -18,7 +18,7 @@ from bad_inputs import assert_no_mutation, assert_template, refused
 
 from mha_lists.teaching.paper import integer_matrix, paper_example, table_softmax
 from mha_lists.tools import worksheet as module
-from mha_lists.tools.worksheet import (MAX_QKV, MAX_SHEETS, MAX_SPREAD, MAX_TABLE, STEP_NAMES, answer_cells, as_json,
+from mha_lists.tools.worksheet import (handout_html, MAX_QKV, MAX_SHEETS, MAX_SPREAD, MAX_TABLE, STEP_NAMES, answer_cells, as_json,
                                        build_parser, degenerate, exam, exam_html, exam_json, exam_markdown,
                                        fits_one_page, page_heights, paper_worksheet, render, to_html, to_markdown,
                                        worksheet)
@@ -51,7 +51,7 @@ MESSAGES = {
     "argument switch": "{func}: {name} must be True or False, got {value}",
     "argument format": "{func}: {name} must be one of md, html, json, got {value}",
     "argument students": "{func}: {name} must be a list of at most 1000 student numbers",
-    "argument who": "{func}: {name} must name one of student, students and example",
+    "argument who": "{func}: {name} must name one of student, students, example and handout",
     "page overflow": "--heads {heads} --tokens {tokens} --steps {steps}: student {student}'s sheet needs about "
                      "{need} mm, more than one {paper} page ({limit} mm); ask fewer --steps, --heads or --tokens",
 }
@@ -295,7 +295,7 @@ def run(*args):
 
 # What the command says for bad arguments: one line, exit code 2 (argparse's words or the module's).
 CLI_MESSAGES = [
-    ((), "one of the arguments --student --students --example is required"),
+    ((), "one of the arguments --student --students --example --handout is required"),
     (("--student", "0"), "0 is not a student number from 1 to"),
     (("--student", "x"), "'x' is not a whole number"),
     (("--student", "abc"), "'abc' is not a whole number from 1 to 1000000000"),
@@ -319,7 +319,12 @@ CLI_MESSAGES = [
     (("--example", "--term", "oak"), "it takes no --term"),
     (("--example", "--heads", "1"), "it takes no --heads"),
     (("--student", "1", "--exam", "--steps", "qkv"), "--exam has five fixed questions; it takes no --steps"),
-    (("--paper", "letter"), "one of the arguments --student --students --example is required"),
+    (("--paper", "letter"), "one of the arguments --student --students --example --handout is required"),
+    (("--handout", "--key"), "--handout prints the handout as it is, a page of HTML; it takes no --key"),
+    (("--handout", "--term", "oak", "--format", "json"), "--handout prints the handout as it is, a page of HTML; "
+                                                         "it takes no --term, --format json"),
+    (("--handout", "--paper"), "a bare --paper (the example of 00a) is not allowed with --student/--students/--handout"),
+    (("--handout", "--example"), "argument --example: not allowed with argument --handout"),
     (("--students", "5-2"), "runs backwards"),
     (("--students", "7"), "is not a range like 1-30"),
     (("--student", "1", "--format", "pdf"), "argument --format: 'pdf' is not a format; choose md, html or json"),
@@ -653,11 +658,32 @@ def test_exam_variants_and_formats():
     text = exam_markdown(exams[0], key=True)
     assert text.count("\n1. ") == 2 and "## Answer key" in text and "## Answer key" not in exam_markdown(exams[0])
     page = exam_html(exams[:2], key=True, paper="letter")
-    assert page.count('<section class="page">') == 2 and page.count('<section class="page key">') == 2
+    assert page.count('<section class="page">') == 2 and page.count('<section class="page keys">') == 1
     assert "size: letter" in page
     result = run("--students", "1-3", "--term", "OAK-417", "--exam", "--format", "json")
     assert [o["student"] for o in json.loads(result.stdout)] == [1, 2, 3]
     assert json.loads(result.stdout)[0] == json.loads(json.dumps(exam_json(exam(1, term="OAK-417"))))
+
+
+@pytest.mark.parametrize("paper, per_page", [("a4", 9), ("letter", 8)])
+def test_exam_keys_come_several_students_to_a_page_and_break_only_between_them(paper, per_page):
+    exams = [exam(n, term="OAK-417") for n in range(1, 31)]
+    page = exam_html(exams, key=True, paper=paper)
+    keys = page.split('<section class="page keys">')[1:]
+    assert page.count('<section class="page">') == 30 and len(keys) == math.ceil(30 / per_page)
+    assert [key.count('<div class="keyblock">') for key in keys] == [per_page] * (30 // per_page) + [30 % per_page]
+    numbers = [int(n) for key in keys for n in re.findall(r"<h2>Student (\d+)</h2>", key)]
+    assert numbers == list(range(1, 31))  # each key once, in order, each page's heading naming its students
+    assert re.findall(r"Exam answer keys: students (\d+)-(\d+)", page)[0] == ("1", str(per_page))
+    # Page breaks: forced only between sections; a student's key is never split.
+    assert ".page + .page { break-before: page;" in page and ".keyblock { break-inside: avoid;" in page
+    _, _, limit = module._paper(paper)  # each page's worked-out height fits, and one more key would not
+    heights = [module._exam_key_block(ex)[1] for ex in exams]
+    top = module.H1 + module._text_height(module._EXAM_NOTE)
+    assert top + sum(heights[:per_page]) <= limit < top + sum(heights[:per_page + 1])
+    assert "anyone can print these keys" in exam_html([exam(1)], key=True) \
+        and "anyone can print these keys" not in page
+    assert '<div class="keyblock">' not in exam_html(exams, paper=paper)
 
 
 # === Print: one page per sheet and per key, on A4 and on Letter ===
@@ -696,8 +722,70 @@ def test_each_sheet_and_each_key_is_one_printed_page(tmp_path, paper):
     sheets.append(paper_worksheet())
     assert all(fits_one_page(ws, paper) for ws in sheets)
     assert pdf_pages(tmp_path, "sheets", to_html(sheets, key=True, paper=paper)) == 2 * len(sheets)
-    exams = [exam(n, term="OAK-417") for n in range(1, 6)]
-    assert pdf_pages(tmp_path, "exams", exam_html(exams, key=True, paper=paper)) == 2 * len(exams)
+    exams = [exam(n, term="OAK-417") for n in range(1, 21)]
+    page = exam_html(exams, key=True, paper=paper)
+    key_pages = page.count('<section class="page keys">')
+    assert key_pages == 3  # 20 keys: 9, 9 and 2 on A4; 8, 8 and 4 on Letter
+    assert pdf_pages(tmp_path, "exams", page) == len(exams) + key_pages
+
+
+# === The handout, printed: python -m mha_lists.tools.worksheet --handout --paper letter > handout.html ===
+
+HANDOUT_MD = (ROOT / "docs" / "handout.md").read_text(encoding="utf-8")
+
+
+def after_style(page):
+    return page.split("</style>", 1)[1]
+
+
+def test_the_handout_command_prints_docs_handout_md_as_one_page_of_html():
+    result = run("--handout", "--paper", "letter")
+    assert result.returncode == 0 and result.stderr == "" and result.stdout.startswith("<!DOCTYPE html>")
+    page = result.stdout
+    assert "size: letter" in page and "size: A4" in run("--handout").stdout
+    assert page.count('<section class="page handout">') == 1 and "break-before" not in page  # nothing forces a break
+    # Every part of the Markdown is on the page, drawn: the table row by row, every bullet, the picture.
+    for row in re.findall(r"^\| (\d) \| (.+?) \| (.+?) \|$", HANDOUT_MD, re.M):
+        assert "".join(f"<td>{cell}</td>" for cell in row) in page.replace("<code>", "").replace("</code>", ""), row
+    assert page.count("<li>") == len(re.findall(r"^- ", HANDOUT_MD, re.M)) == 4
+    for label in re.findall(r"^- \*\*(.+?)\*\*", HANDOUT_MD, re.M):
+        assert f"<li><b>{label}</b>" in page
+    assert (ROOT / "docs" / "pipeline.svg").read_text(encoding="utf-8").strip() in page and page.count("<svg") == 1
+    body = after_style(page)
+    for markup in ("$", "**", "`", "\\", "](", "|---"):  # no Markdown or LaTeX left over
+        assert markup not in body, markup
+    formula = body.split('<div class="display">', 1)[1]
+    assert body.count('<div class="display">') == 2 and body.count('class="frac"') == 2
+    assert "softmax" in formula and "\u221a" in formula and "d<sub>k</sub>" in formula
+
+
+def test_the_handouts_formulas_and_markdown_are_drawn_or_refused_by_name(tmp_path):
+    assert module._latex(r"e^{s_j - m}") == "e<sup>s<sub>j</sub> \u2212 m</sup>"
+    assert module._latex(r"W_Q^{(h)}") == 'W<span class="ss"><span>(h)</span><span>Q</span></span>'
+    with pytest.raises(ValueError, match=r"^handout_html: a formula uses \\alpha, which the printed handout does not "
+                                         "draw$"):
+        module._latex(r"\alpha + 1")
+    with pytest.raises(ValueError, match="^handout_html: a formula ends where a part of it was expected$"):
+        module._latex(r"\frac{1}")
+    mine = tmp_path / "mine.md"
+    mine.write_text("# Mine\n\nSome *words* and `code` and $x_i$.\n\n- **one**: a\n  b\n- two\n", encoding="utf-8")
+    page = handout_html(source=mine)
+    assert "<h1>Mine</h1>" in page and "<i>words</i>" in page and "<code>code</code>" in page
+    assert '<span class="math">x<sub>i</sub></span>' in page and "<li><b>one</b>: a b</li><li>two</li>" in page
+    with pytest.raises(ValueError, match="^handout_html: paper must be one of a4, letter"):
+        handout_html(paper="a5")
+    with pytest.raises(ValueError, match=r"^handout_html: cannot read the handout .*nowhere.md \(No such file or "
+                                         r"directory\); docs/handout.md is in the repository, beside the package$"):
+        handout_html(source=tmp_path / "nowhere.md")
+
+
+@pytest.mark.skipif(os.environ.get("MHA_LISTS_REQUIRE_BROWSER") != "1",
+                    reason="prints to PDF in headless Chromium; set MHA_LISTS_REQUIRE_BROWSER=1 to run")
+@pytest.mark.parametrize("paper", ["a4", "letter"])
+def test_the_printed_handout_is_one_page(tmp_path, paper):
+    assert shutil.which("chromium") and shutil.which("pdfinfo"), "needs Debian's chromium and poppler-utils"
+    result = run("--handout", "--paper", paper)  # the documented command
+    assert result.returncode == 0 and pdf_pages(tmp_path, "handout", result.stdout) == 1
 
 
 def test_the_documentations_example_term_is_warned_about_loudly():

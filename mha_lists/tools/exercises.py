@@ -50,6 +50,34 @@ run in it. ``score`` on the command line reads every file before it runs any not
 notebook that changes the package's files (what the next checker would import) gets nothing,
 and no notebook after it is graded; nor any after one that changes the teacher's notebooks.
 
+The teacher's notebooks are closed to the learner's code. Before any of it runs, the learner's
+process adds an audit hook (PEP 578: Python has no way to remove one), which raises
+``PermissionError: score refuses this in a graded notebook: it reads the teacher's notebooks
+(PATH)`` on any open, listing or removal of a file in the teacher's folder (``--source``, and
+notebooks/exercises beside the package) or in the .git of the checkout it is in (whose objects
+hold every version of them). A file is known by its device and inode, and every folder a path
+names on its way is checked the same way, so a relative path, ``..``, /proc/self/root, a symbolic
+or hard link made before grading, or a path object all come to the same refusal. The hook also
+refuses what would get around it: opening a folder with os.open, or a relative path with ``..``
+(a path checked from one folder, opened from another); entering a folder that holds the
+teacher's; renaming a folder; making a link; starting or signalling a process (subprocess,
+os.system, exec, spawn, fork); importing ctypes, cffi, _posixsubprocess (its fork_exec raises no
+audit event) or subinterpreters (which have no hooks); writing a file named as a C extension
+module, or loading one from a file named otherwise (C the notebook brings); making a code object
+by hand; the network (a Jupyter server on the same machine serves the notebooks); reading /proc
+(another process's memory, the grader's command line with its ``--term``); gc's lists of objects
+and sys.settrace (ways to the hook's own variables). The hook holds only frozensets and C
+functions taken before the learner's code runs. The learner's process starts without
+site-packages (``-S``) and adds them after the hook, so a .pth file a notebook wrote runs under
+it too. A read of the teacher's notebooks (or their .git) ends the learner's process there: the
+answer that tried, and every later one, earns nothing, with that reason. An answer during which
+something else was refused earns nothing even if it caught the error (bookkeeping the learner's
+code could undo; the refusal itself it cannot).
+Honest work is unaffected: a notebook may read and write its own files, and import the standard
+library, the package and site-packages. (nbgrader's autograde runs a notebook in a Jupyter
+kernel, with no such hook.) A ``--source`` that holds what grading reads (the package, Python,
+the temporary folder) is refused.
+
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
 found, a folder, a FIFO or a device, not JSON, not a notebook, no exercise's cells in it). Each such file
 gets one line on stderr (``...: error: PATH is not JSON (...)``); the other files are still graded.
@@ -71,8 +99,8 @@ without(*names)                        a block in which the library's functions 
                                        a hidden test that an answer is the student's own
 tampering(nb, teacher)                 {grade_id: reason} for every check cell that is not as
                                        handed out (no code is run)
-score(nb, teacher, timeout)            Score(earned, possible, failed): runs the notebook;
-                                       ``failed`` maps grade_id to the reason for 0 points
+score(nb, teacher, timeout, term,      Score(earned, possible, failed): runs the notebook;
+      source)                          ``failed`` maps grade_id to the reason for 0 points
 =====================================  =======================================================
 
 An exercise that asks for a function the library has (``my_softmax``, ``concat``,
@@ -81,12 +109,20 @@ student's answer in its hidden test inside ``without(...)``: an answer that call
 function fails that check, under ``score`` (the learner's process sets the function aside while the
 answer runs) and under nbgrader alike.
 
-The limit: both processes run as the user who runs ``score``, so the learner's code can reach
-what that user can: files, and as root (or where ptrace is not restricted) even the checker's
-memory. For an exam, run ``score`` as a user who cannot
-write the course's files, or in a container, as nbgrader advises. A learner can also compute an
-answer with ``mha_lists`` itself instead of writing it, which only reading the solution cells
-shows.
+The limit: both processes run as the user who runs ``score``. What the hook does not stop: a
+copy of the teacher's notebooks anywhere else on the machine (a backup, mutmut's mutants/ in a
+developer's checkout; the package, its wheel, the JupyterLite site and the student copies hold no
+solutions); C code in an installed extension module that opens files or starts processes itself
+(ctypes and cffi are refused; others are not known to the hook); bytecode crafted to corrupt the
+interpreter's memory (marshal.loads cannot be refused: every import uses it); a second thread
+that changes what a path names between the check and the open by a way not refused above
+(Python 3.11 raises no event when a thread starts); a way around it nobody has found yet (an
+audit hook is not a sandbox, CPython's documentation says). So for an exam, run
+``score`` as a user who cannot read the teacher's folder or write the course's files, in a
+virtual environment holding only mha_lists, or in a container, as nbgrader advises. The
+teacher's notebooks are in the repository, which a student can read before handing in, and a
+learner can compute an answer with ``mha_lists`` itself instead of writing it: only reading the
+solution cells shows either.
 """
 
 from __future__ import annotations
@@ -107,7 +143,6 @@ import queue
 import re
 import secrets
 import stat
-import subprocess
 import sys
 import tempfile
 import threading
@@ -691,42 +726,249 @@ def _checks(teacher: dict) -> dict[str, _Cell]:
 # output is swallowed. Whatever it answers is the learner's, and only read as data.
 _LEARNER = r"""
 import base64, contextlib, io, json, pickle, sys
-read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
-loads, dumps, unpickle, b64decode = json.loads, json.dumps, pickle.loads, base64.b64decode
-quiet, quiet_err, StringIO = contextlib.redirect_stdout, contextlib.redirect_stderr, io.StringIO
-namespace = {"__name__": "__main__"}
 
-def first_line(e):
-    try:
-        text = str(e).strip().splitlines()
-        return (type(e).__name__ + (": " + text[0][:300] if text else "")) or "an exception"
-    except BaseException:
-        return "an exception"
 
-while True:
-    line = read()
-    if not line:
-        break
-    job = loads(line)
-    answer = {"nonce": job["nonce"]}
-    with quiet(StringIO()), quiet_err(StringIO()):
+def guard(teacher, git):
+    # An audit hook (PEP 578), added before any of the notebook's code runs. Python has no way
+    # to remove one, and this one holds nothing the notebook can change: frozensets, and
+    # functions written in C taken before the notebook's code runs (the notebook may rebind
+    # os.stat; the function it was here is the one the hook calls).
+    import os, _stat, pathlib, importlib.machinery
+    stat, fstat, is_folder, kind_of, text, data, number = os.stat, os.fstat, _stat.S_ISDIR, type, str, bytes, int
+    Refused, Error, metatype = PermissionError, OSError, type
+    Path, PurePath = type(pathlib.Path()), type(pathlib.PurePath())  # read only as pathlib writes them
+    fspath, to_text, get_attribute, cached = (pathlib.PurePath.__fspath__, pathlib.PurePath.__str__,
+                                              object.__getattribute__, pathlib.PurePath._str)
+    files, folders, gits = set(), set(), set()
+    for top in teacher:  # the folder (all in it, by the folders a path names) and its notebooks (by inode)
+        folders.add((stat(top).st_dev, stat(top).st_ino))
+        for name in os.listdir(top):
+            try:
+                found = stat(os.path.join(top, name))
+                files.add((found.st_dev, found.st_ino))
+            except OSError:
+                pass
+    for top in git:
         try:
-            if "call" in job:
-                if job["call"] not in namespace:
-                    raise NameError(f"name {job['call']!r} is not defined")
-                from mha_lists.tools.exercises import without
-                with without(*job.get("forbid", [])):  # the library's own, set aside while the answer runs
-                    result = namespace[job["call"]](*unpickle(b64decode(job["args"])))
+            found = stat(top)
+            gits.add((found.st_dev, found.st_ino))
+        except OSError:
+            pass
+    above = set()  # the folders that hold theirs: the current folder may not become one (a relative path
+    for top in (*teacher, *git):  # checked from one folder would be opened from another)
+        while top != os.path.dirname(top):
+            top = os.path.dirname(top)
+            try:
+                above.add((stat(top).st_dev, stat(top).st_ino))
+            except OSError:
+                pass
+    files, folders, gits, above = frozenset(files), frozenset(folders), frozenset(gits), frozenset(above)
+    unnamed_file = getattr(os, "O_TMPFILE", 0)
+    writing = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+    # C the notebook brings: a file named as an extension module is never written, and an extension
+    # module is loaded only from a file so named.
+    c_names = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    c_names = c_names, tuple(suffix.encode() for suffix in c_names)
+    try:
+        proc = stat("/proc").st_dev
+    except OSError:
+        proc = None
+    PROCESSES = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+                           "os.forkpty", "os.startfile", "os.kill", "os.killpg"})
+    INSPECTING = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace",
+                            "sys.setprofile"})
+    LINKS = frozenset({"os.link", "os.symlink"})
+    NETWORK = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg", "socket.bind"})
+    # Modules that start processes or run native code where no audit event is raised (fork_exec,
+    # a subinterpreter, which has no hooks of its own), and ctypes and cffi, which call C directly.
+    NATIVE = frozenset({"_posixsubprocess", "ctypes", "_ctypes", "cffi", "_cffi_backend", "_xxsubinterpreters",
+                        "_xxinterpchannels", "_interpreters", "_interpchannels", "_interpqueues"})
+    NAMING = frozenset({"os.listdir", "os.scandir", "os.remove", "os.rmdir", "os.truncate"})
+    count, last = 0, None
+    write, leave = os.write, os._exit
+
+    def fspath_of(path):
+        return path if kind_of(path) is text else path.decode("utf-8", "replace")
+
+    def shown(path):
+        return path if len(path) <= 120 else path[:57] + "..." + path[-60:]
+
+    def theirs(key, path):
+        if key in files or key in folders:
+            return f"it reads the teacher's notebooks ({shown(path)})", True
+        if key in gits:
+            return f"it reads the .git that holds the teacher's notebooks ({shown(path)})", True
+        return None
+
+    def judged(found, path):
+        verdict = theirs((found.st_dev, found.st_ino), path)
+        if verdict:
+            return verdict
+        if found.st_dev == proc:
+            return (f"it reads {shown(path)} (what /proc shows of a process: its memory, command line, "
+                    "environment)", False)
+        return None
+
+    def why(path, verb):
+        # Why ``path`` may not be used, and whether it is one of the teacher's; None when it may.
+        kind = kind_of(path)
+        if path is None:
+            path, kind = ".", text
+        if kind is number:
+            try:
+                return judged(fstat(path), f"file descriptor {path}")
+            except Error:
+                return None
+        if kind is Path or kind is PurePath:
+            if (kind_of(kind) is not metatype or kind.__fspath__ is not fspath or kind.__str__ is not to_text
+                    or kind.__getattribute__ is not get_attribute or kind._str is not cached):
+                return "it names a file by a pathlib path after changing pathlib", False
+            path = fspath(path)
+            kind = kind_of(path)
+        if kind is not text and kind is not data:
+            return "it names a file by an object that is not a str, bytes or a pathlib path", False
+        shown_path = path if kind is text else path.decode("utf-8", "replace")
+        try:
+            found = stat(path)
+        except (Error, ValueError):
+            found = None
+        if found is not None:
+            verdict = judged(found, shown_path)
+            if verdict:
+                return verdict
+            if verb and is_folder(found.st_mode):  # no folder as an open file: nothing then opens relative to one
+                return f"it {verb} a folder ({shown(shown_path)})", False
+        sep, up = ("/", "/../") if kind is text else (b"/", b"/../")
+        if verb and not path.startswith(sep) and (sep + path + sep).find(up) >= 0:  # from a folder's descriptor?
+            return f"it {verb} a path with .. in it that is not absolute ({shown(shown_path)})", False
+        while True:  # every folder the path names on its way, the current one for a relative path
+            while len(path) > 1 and path.endswith(sep):
+                path = path[:-1]
+            cut = path.rfind(sep)
+            path = path[:cut] if cut > 0 else sep if cut == 0 else "." if kind is text else b"."
+            try:
+                found = stat(path)
+            except (Error, ValueError):
+                found = None
+            verdict = found and theirs((found.st_dev, found.st_ino), shown_path)
+            if verdict:
+                return verdict
+            if cut <= 0:
+                return None
+
+    def entered(path):
+        try:
+            found = stat(path) if kind_of(path) is text or kind_of(path) is data else None
+        except (Error, ValueError):
+            found = None
+        if found is not None and (found.st_dev, found.st_ino) in above:
+            return f"it enters a folder that holds the teacher's notebooks ({shown(fspath_of(path))})", False
+        return None
+
+    def named_as_c(path):
+        kind = kind_of(path)
+        return (kind is text and path.endswith(c_names[0])) or (kind is data and path.endswith(c_names[1]))
+
+    def hook(event, args):
+        nonlocal count, last
+        verdict = None
+        if event == "open":  # os.open's mode is None; a folder through io.open is an error, or an opener's name
+            unnamed = unnamed_file and args[2] & unnamed_file == unnamed_file  # O_TMPFILE: a file in that folder
+            verdict = why(args[0], "opens" if args[1] is None and not unnamed else None)
+            if not verdict and kind_of(args[2]) is number and args[2] & writing and named_as_c(args[0]):
+                verdict = f"it writes a file named as a C extension module ({shown(fspath_of(args[0]))})", False
+        elif event in NAMING:
+            verdict = why(args[0] if args else None, None)
+        elif event == "os.chdir":
+            verdict = why(args[0], None) or entered(args[0])
+        elif event == "os.rename":
+            verdict = why(args[0], "renames") or why(args[1], None)
+            if not verdict and named_as_c(args[1]):
+                verdict = f"it writes a file named as a C extension module ({shown(fspath_of(args[1]))})", False
+        elif event in NETWORK:
+            verdict = f"it uses the network ({event}), where a server could hand it the teacher's notebooks", False
+        elif event == "code.__new__":
+            verdict = "it makes a code object by hand (code.__new__), which can break the interpreter's checks", False
+        elif event in PROCESSES:
+            verdict = f"it starts or signals a process ({event})", False
+        elif event in LINKS:
+            verdict = f"it makes a link ({event})", False
+        elif event in INSPECTING:
+            verdict = f"it inspects or traces the interpreter ({event})", False
+        elif event.startswith("ctypes."):
+            verdict = f"it calls C through ctypes ({event})", False
+        elif event == "import" and kind_of(args[0]) is text:
+            for part in args[0].split("."):
+                if part in NATIVE or part.startswith("_test"):
+                    verdict = f"it imports {shown(args[0])}, which can start processes or run C unseen", False
+            if not verdict and args[1] is not None and not named_as_c(args[1]):  # C loaded from a file
+                verdict = f"it loads C from a file not named as an extension module ({shown(str(args[1]))})", False
+        if verdict:
+            reason = "score refuses this in a graded notebook: " + verdict[0]
+            if verdict[1]:  # the teacher's notebooks: the process ends, and nothing after it earns a point
                 try:
-                    answer["result"] = loads(dumps(result))
-                except (TypeError, ValueError):
-                    answer["error"] = f"{job['call']} returned a {type(result).__name__}, not numbers and lists"
-            else:
-                exec(compile(job["source"], job["name"], "exec"), namespace)
-        except BaseException as e:
-            answer["error"] = first_line(e)
-    write(dumps(answer) + "\n")
-    flush()
+                    write(2, ("\n" + reason + "\n").encode("utf-8", "replace"))
+                finally:
+                    leave(86)  # _REFUSED_EXIT
+            count, last = count + 1, reason
+            raise Refused(reason)
+
+    sys.addaudithook(hook)
+    return lambda: (count, last)  # what was refused, for the answer that caught it
+
+
+refusals = guard([arg[8:] for arg in sys.argv[2:] if arg.startswith("teacher:")],
+                 [arg[4:] for arg in sys.argv[2:] if arg.startswith("git:")])
+del guard
+sys.path.append(sys.argv[1])  # the package, after the standard library
+import site  # site-packages, and any .pth file in them, only now that the hook is there
+site.main()
+from mha_lists.tools.exercises import without
+
+
+def serve(refusals, without):
+    read, write, flush = sys.stdin.readline, sys.stdout.write, sys.stdout.flush
+    loads, dumps, unpickle, b64decode = json.loads, json.dumps, pickle.loads, base64.b64decode
+    quiet, quiet_err, StringIO = contextlib.redirect_stdout, contextlib.redirect_stderr, io.StringIO
+    namespace = {"__name__": "__main__"}
+
+    def first_line(e):
+        try:
+            text = str(e).strip().splitlines()
+            return (type(e).__name__ + (": " + text[0][:300] if text else "")) or "an exception"
+        except BaseException:
+            return "an exception"
+
+    while True:
+        line = read()
+        if not line:
+            break
+        job = loads(line)
+        answer = {"nonce": job["nonce"]}
+        with quiet(StringIO()), quiet_err(StringIO()):
+            try:
+                if "call" in job:
+                    if job["call"] not in namespace:
+                        raise NameError(f"name {job['call']!r} is not defined")
+                    before = refusals()[0]
+                    with without(*job.get("forbid", [])):  # the library's own, set aside while the answer runs
+                        result = namespace[job["call"]](*unpickle(b64decode(job["args"])))
+                    count, last = refusals()
+                    if count != before:  # refused, and the answer caught it: still refused
+                        raise PermissionError(last)
+                    try:
+                        answer["result"] = loads(dumps(result))
+                    except (TypeError, ValueError):
+                        answer["error"] = f"{job['call']} returned a {type(result).__name__}, not numbers and lists"
+                else:
+                    exec(compile(job["source"], job["name"], "exec"), namespace)
+            except BaseException as e:
+                answer["error"] = first_line(e)
+        write(dumps(answer) + "\n")
+        flush()
+
+
+serve(refusals, without)
 """
 
 # The checker's process: first the key, then the package imported; then, per check, the teacher's
@@ -805,12 +1047,16 @@ while True:
 """
 
 MAX_TIMEOUT = 3600
+_REFUSED_EXIT = 86  # the learner's process ends with it when it tried to read the teacher's notebooks
 
 
 def _reason(error: str) -> str:
     if error.startswith("NotImplementedError"):
         return "not answered (NotImplementedError: the answer cell still holds the stub)"
     return error
+
+
+_REFUSED = "score refuses this in a graded notebook: "
 
 
 class _Stopped(Exception):
@@ -821,6 +1067,9 @@ class _Process:
     """A Python started with ``code``, spoken to in lines of JSON, each answer awaited until ``deadline``."""
 
     def __init__(self, command: list[str], folder: str, env: dict, deadline: float, timeout: float, who: str) -> None:
+        # Imported here, not at the top: the learner's process imports this module (check_close,
+        # without) and must never hold _posixsubprocess, whose fork_exec raises no audit event.
+        import subprocess
         self.deadline, self.timeout, self.who = deadline, timeout, who
         self.stderr = open(pathlib.Path(folder) / f"{who}.stderr", "w+", encoding="utf-8", errors="replace")
         self.child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -847,6 +1096,9 @@ class _Process:
             self.child.wait()
             self.stderr.seek(0)
             last = (self.stderr.read().strip().splitlines() or [f"exit code {self.child.returncode}"])[-1]
+            if self.child.returncode == _REFUSED_EXIT:  # its hook's line, unless the notebook moved stderr
+                raise _Stopped(last[:300] if last.startswith(_REFUSED) else
+                               _REFUSED + "it reads the teacher's notebooks")
             raise _Stopped(f"the notebook stopped the {self.who} ({last[:200]})")
         try:
             body = json.loads(line)
@@ -923,7 +1175,43 @@ def _changed_files(before: dict[str, bytes]) -> list[str]:
     return sorted(name for name in set(before) | set(now) if before.get(name) != now.get(name))
 
 
-def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None) -> tuple[dict[str, Optional[str]],
+def _guarded(source: Optional[pathlib.Path] = None) -> list[str]:
+    """What the learner's process may not read, as its arguments: ``teacher:FOLDER`` for the teacher's
+    notebooks (``source``, and this checkout's notebooks/exercises), and ``git:PATH`` for the .git of the
+    checkout each is in, whose objects hold every version of them."""
+    found = []
+    needed = {"the package mha_lists": pathlib.Path(__file__).resolve().parents[2], "Python": sys.prefix,
+              "Python's standard library": sys.base_prefix, "the temporary folder": tempfile.gettempdir()}
+    for folder in (EXERCISES, source):
+        if folder is None or not os.path.isdir(folder):
+            continue
+        folder = pathlib.Path(os.path.realpath(folder))
+        for what, path in needed.items():
+            path = pathlib.Path(os.path.realpath(path))
+            if folder == path or folder in path.parents:
+                raise ValueError(f"score: source {_shown(folder)} holds {what}, which grading reads; keep the "
+                                 "teacher's notebooks in a folder of their own")
+        found.append(f"teacher:{folder}")
+        for parent in (folder, *folder.parents):
+            git = parent / ".git"
+            if git.is_dir():
+                found.append(f"git:{git}")
+                break
+            if git.is_file():  # a worktree's: "gitdir: PATH", and that folder's commondir, where the objects are
+                found.append(f"git:{git}")
+                line = git.read_text(encoding="utf-8", errors="replace").partition("\n")[0]
+                if line.startswith("gitdir: "):
+                    gitdir = (parent / line[len("gitdir: "):].strip()).resolve()
+                    found.append(f"git:{gitdir}")
+                    common = gitdir / "commondir"
+                    if common.is_file():
+                        found.append(f"git:{(gitdir / common.read_text(encoding='utf-8').strip()).resolve()}")
+                break
+    return list(dict.fromkeys(found))
+
+
+def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None,
+         source: Optional[pathlib.Path] = None) -> tuple[dict[str, Optional[str]],
                                                                                   Optional[str]]:
     """Run a notebook's cells, the learner's and the checks, each in its own process; one cell at a time.
 
@@ -933,6 +1221,11 @@ def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None) -> tupl
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
                PYTHONHASHSEED="0")
     env.pop(TERM_VARIABLE, None)  # a term the teacher exported for nbgrader never reaches the learner's process
+    # The learner's process starts without site-packages and without PYTHONPATH (-S), so nothing
+    # of the notebook's (a .pth file, a json.py beside the package) runs before its audit hook;
+    # it adds the package's folder, then site-packages, itself, after the hook (_LEARNER).
+    learner_env = {name: value for name, value in env.items() if name != "PYTHONPATH"}
+    learner_command = [sys.executable, "-S", "-c", _LEARNER, package_root, *_guarded(source)]
     # The checker needs nothing but the standard library and the package: isolated (-I: no
     # environment variables, no user site, not the current folder) and without site-packages
     # (-S), so no .pth or sitecustomize file a notebook might write can run in a later checker;
@@ -950,7 +1243,7 @@ def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None) -> tupl
             processes.append(checker)
             if checker.line() != {"ready": True}:  # the package is imported before the learner's code starts
                 raise _Stopped("the checker did not start")
-            learner = _Process([sys.executable, "-c", _LEARNER], folder, env, deadline, timeout, "grader")
+            learner = _Process(learner_command, folder, learner_env, deadline, timeout, "grader")
             processes.append(learner)
             for n, cell in enumerate(cells):
                 if cell.grade_id is None:
@@ -1091,16 +1384,20 @@ def check_timeout(func: str, name: str, timeout: object) -> float:
     return timeout
 
 
-def score(nb: dict, teacher: dict, *, timeout: float = 60, term: Optional[str] = None) -> Score:
+def score(nb: dict, teacher: dict, *, timeout: float = 60, term: Optional[str] = None,
+          source: Optional[pathlib.Path] = None) -> Score:
     """Grade notebook ``nb`` against the teacher's: check cells as handed out, then run with hidden tests.
 
     Every code cell of ``nb`` runs in order in a fresh Python (its stored outputs are ignored);
     each check cell runs as the teacher wrote it, hidden tests included, in a Python of its own
     that calls the learner's functions through the grader (see the module's docstring). A check
     cell earns its points if ``tampering`` finds nothing wrong with it and it runs without an
-    error.
+    error. The learner's code may not read the teacher's notebooks: ``source`` (their folder, if
+    not notebooks/exercises) and notebooks/exercises are closed to it (see the module's docstring).
     """
     check_notebook("score", "nb", nb)
+    if source is not None:
+        check_path("score", "source", source)
     check_notebook("score", "teacher", teacher)
     check_timeout("score", "timeout", timeout)
     check_term("score", "term", term)
@@ -1119,7 +1416,7 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60, term: Optional[str] =
             seen.add(grade_id)
         elif cell["cell_type"] == "code":
             cells.append(_Cell(_source(cell)))
-    ran, stopped = _run(cells, timeout, term)
+    ran, stopped = _run(cells, timeout, term, source)
     earned, possible, failed = 0, 0, {}
     for n, grade_id in graded:
         points = _nbgrader(teacher["cells"][n]).get("points", 0)
@@ -1161,8 +1458,8 @@ def build_parser() -> argparse.ArgumentParser:
     points.add_argument("notebooks", type=pathlib.Path, nargs="+",
                         help="submitted .ipynb files, or folders of them (a class's hand-ins), under any file names")
     points.add_argument("--source", type=pathlib.Path, default=EXERCISES,
-                        help="folder of the teacher's notebooks; each submission is matched to one by its cells "
-                             "(default: notebooks/exercises)")
+                        help="folder of the teacher's notebooks, closed to the learner's code; each submission "
+                             "is matched to one by its cells (default: notebooks/exercises)")
     points.add_argument("--term", type=term_argument, default=None, metavar="WORD",
                         help="the teacher's secret word: the hidden tests draw their inputs from it (hidden_seed)")
     points.add_argument("--csv", type=pathlib.Path, default=None,
@@ -1205,6 +1502,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"{parser.prog}: error: --source: {why}", file=sys.stderr)
     if not teacher_notebooks:
         parser.error(f"--source {_shown(args.source)} holds no readable .ipynb notebook")
+    try:
+        _guarded(args.source)  # closed to the learner's code: it must not hold what grading reads
+    except ValueError as e:
+        parser.error(str(e).removeprefix("score: ").replace("source", "--source", 1))
     submissions = []  # a folder stands for the notebooks in it, in name order
     for path in args.notebooks:
         inside = sorted(path.glob("*.ipynb")) if os.path.isdir(path) else [path]
@@ -1232,7 +1533,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             if isinstance(notebooks, Exception):
                 raise notebooks
-            result = score(*notebooks, timeout=args.timeout, term=args.term)
+            result = score(*notebooks, timeout=args.timeout, term=args.term, source=args.source)
         except (OSError, ValueError) as e:
             unread += 1
             message = str(e).splitlines()[0] if str(e) else type(e).__name__

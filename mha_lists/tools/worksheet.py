@@ -7,6 +7,7 @@
     python -m mha_lists.tools.worksheet --students 1-30 --term OAK-417 --exam --key --format html > exam.html
     python -m mha_lists.tools.worksheet --student 7 --format json        # for your own tools
     python -m mha_lists.tools.worksheet --example --key                  # the example of notebook 00a
+    python -m mha_lists.tools.worksheet --handout --paper letter > handout.html   # docs/handout.md, one page
 
 **Who gets which problem.** Without ``--term``, student N's problem comes from
 ``derive_rng(N, ...)``: anyone can print it, key included. With ``--term WORD`` it comes
@@ -42,8 +43,9 @@ as_json(ws)                the problem and every answer, as one JSON object
 to_markdown(ws, key=...)   the sheet as Markdown (answers only with key=True)
 to_html(sheets, key=...)   a print-ready page: one student per page, each key on its own
 exam(student, ...)         five short by-hand questions with their answers (an Exam)
-exam_json, exam_markdown,  the exam in the same three formats
-exam_html
+exam_json, exam_markdown,  the exam in the same three formats; exam_html's keys come
+exam_html                  several students to a page
+handout_html(paper=...)    docs/handout.md as a page to print: one page of a4 or letter
 main(argv)                 the command line (bad arguments: one line, exit code 2)
 =========================  ==========================================================
 """
@@ -56,7 +58,9 @@ import hmac
 import html
 import json
 import math
+import pathlib
 import random
+import re
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple, Optional
@@ -691,6 +695,8 @@ ol.steps { margin: 1mm 0; padding-left: 5mm; }
 ol.steps li, ol.q li { break-inside: avoid; }
 ol.q { padding-left: 5mm; margin: 1mm 0; }
 ol.q li { margin-bottom: 2mm; }
+.keyblock { break-inside: avoid; page-break-inside: avoid; border-top: 0.3mm solid #999; }
+ol.k { padding-left: 5mm; margin: 0 0 2mm 0; }
 .line { display: inline-block; border-bottom: 0.3mm solid #000; width: 30mm; height: 8mm; vertical-align: bottom; }
 """
 
@@ -1115,12 +1121,41 @@ def _exam_page(ex: Exam) -> str:
     return "\n".join(out)
 
 
-def _exam_key_page(ex: Exam) -> str:
-    out = ['<section class="page key">', f"<h1>Exam answer key: student {ex.student}</h1>",
-           f"<p>{html.escape(_EXAM_NOTE)}</p>", '<ol class="q">']
+KEY_BLOCK_GAP = 2.3  # mm under a student's key: the list's margin and the rule above the next
+
+
+def _exam_key_block(ex: Exam) -> tuple[str, float]:
+    """One student's key, a heading and five lines, and its height (mm, an overestimate); never split."""
+    lines = [f"{q.title}. {q.answer_text}" for q in ex.questions]
+    out = ['<div class="keyblock">', f"<h2>Student {ex.student}</h2>", '<ol class="k">']
     out += [f"<li><b>{html.escape(q.title)}.</b> {html.escape(q.answer_text)}</li>" for q in ex.questions]
-    out += ["</ol>", "</section>"]
-    return "\n".join(out)
+    out += ["</ol>", "</div>"]
+    return "\n".join(out), H2 + sum(_text_height(line, TEXT_CHARS - 5, 0) for line in lines) + KEY_BLOCK_GAP
+
+
+def _exam_key_pages(exams: Sequence[Exam], paper: str) -> list[str]:
+    """The keys, as many students to a page as fit ``paper`` by the worked-out heights: a page breaks
+    only between two students' keys."""
+    _, _, limit = _paper(paper)
+    anyone = [] if all(ex.term for ex in exams) else ["Drawn without --term: anyone can print these keys."]
+    top = H1 + sum(_text_height(text) for text in [_EXAM_NOTE, *anyone])
+    pages: list[list[Exam]] = []
+    used = limit
+    for ex in exams:
+        height = _exam_key_block(ex)[1]
+        if used + height > limit:
+            pages.append([])
+            used = top
+        pages[-1].append(ex)
+        used += height
+    out = []
+    for group in pages:
+        who = f"student {group[0].student}" if len(group) == 1 else \
+            f"students {group[0].student}-{group[-1].student}"
+        out.append("\n".join(['<section class="page keys">', f"<h1>Exam answer keys: {who}</h1>",
+                              *(f"<p>{html.escape(text)}</p>" for text in [_EXAM_NOTE, *anyone]),
+                              *(_exam_key_block(ex)[0] for ex in group), "</section>"]))
+    return out
 
 
 def check_exams(func: str, name: str, exams: object) -> None:
@@ -1134,13 +1169,191 @@ def check_exams(func: str, name: str, exams: object) -> None:
 
 
 def exam_html(exams: Sequence[Exam], *, key: bool = False, paper: str = "a4") -> str:
-    """A print-ready page: one exam per page; with ``key=True`` the keys follow, one per page."""
+    """A print-ready page: one exam per page; with ``key=True`` the keys follow, several students to a
+    page (9 on A4, 8 on Letter), a page breaking only between two students' keys.
+
+    >>> page = exam_html([exam(n, term="oak") for n in range(1, 11)], key=True, paper="letter")
+    >>> page.count('<section class="page">'), page.count('<section class="page keys">'), page.count('="keyblock"')
+    (10, 2, 10)
+    """
     check_exams("exam_html", "exams", exams)
     check_type("exam_html", "key", key, bool, "True or False")
     size, _, _ = _paper(check_paper("exam_html", "paper", paper))
-    pages = [_exam_page(ex) for ex in exams] + ([_exam_key_page(ex) for ex in exams] if key else [])
+    pages = [_exam_page(ex) for ex in exams] + (_exam_key_pages(exams, paper) if key else [])
     who = f"student {exams[0].student}" if len(exams) == 1 else f"students {exams[0].student}-{exams[-1].student}"
     return _document(f"Multi-head attention exam: {who}{' with keys' if key else ''}", size, pages)
+
+
+# === The handout ===
+#
+# docs/handout.md, the one-page handout, as a page to print: its Markdown (the little of it the
+# handout uses) and its LaTeX (the few commands its formulas use) drawn with the standard library,
+# the picture it links to put inside the page. The Markdown stays the one source.
+
+HANDOUT_FILE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "handout.md"
+
+_HANDOUT_CSS = """
+@page { size: %(size)s; margin: 12mm; }
+body { font: 10pt/4.6mm Georgia, 'Times New Roman', serif; margin: 0; color: #000; }
+@media screen { body { max-width: 190mm; margin: 6mm auto; } }
+h1 { font-size: 15pt; line-height: 7mm; margin: 0 0 2mm 0; }
+p { margin: 0 0 1.8mm 0; }
+.display { text-align: center; margin: 1mm 0 2mm 0; font-size: 11pt; }
+.math { font-style: italic; white-space: nowrap; }
+.math .up { font-style: normal; }
+.frac { display: inline-block; vertical-align: middle; text-align: center; line-height: 4.6mm; }
+.frac > span { display: block; padding: 0 0.4mm; }
+.frac > span + span { border-top: 0.25mm solid #000; }
+.root { border-top: 0.25mm solid #000; padding-left: 0.3mm; }
+.gap { display: inline-block; width: 8mm; }
+.ss { display: inline-flex; flex-direction: column; vertical-align: 0.45em; font-size: 75%%; line-height: 1.05; }
+figure { margin: 1mm 0 2mm 0; }
+figure svg { width: 100%%; height: auto; display: block; }
+table { border-collapse: collapse; margin: 0 0 2mm 0; width: 100%%; }
+th, td { border: 0.25mm solid #777; padding: 0.4mm 1.5mm; text-align: left; vertical-align: top; }
+code { font: 9pt 'DejaVu Sans Mono', Menlo, Consolas, monospace; }
+ul { margin: 0; padding-left: 5mm; }
+li { margin: 0 0 1.2mm 0; }
+"""
+
+_LATEX_WORDS = {"top": "\u22a4", "mid": "|", "dots": "\u2026", "sum": "\u03a3", "max": '<span class="up">max</span>',
+                "qquad": '<span class="gap"></span>', ";": "\u2009", ",": "\u2009", "!": "", "left": "", "right": ""}
+_LATEX_SIGNS = {"=": " = ", "-": " \u2212 ", "+": " + "}
+
+
+def _latex(tex: str) -> str:
+    """A formula of the handout as HTML: \\frac, \\sqrt, \\text, \\mathrm, sub- and superscripts and the
+    few symbols it uses; ValueError naming any other command.
+
+    >>> _latex(r"\\frac{Q K^\\top}{\\sqrt{d_k}}")
+    '<span class="frac"><span>QK<sup>⊤</sup></span><span>√<span class="root">d<sub>k</sub></span></span></span>'
+    """
+    at = 0
+
+    def command() -> str:
+        nonlocal at
+        name = re.match(r"[A-Za-z]+|.", tex[at:]).group(0)
+        at += len(name)
+        if name in ("text", "mathrm"):
+            start = tex.index("{", at) + 1
+            at = tex.index("}", start) + 1
+            return f'<span class="up">{html.escape(tex[start:at - 1])}</span>'
+        if name == "frac":
+            top, bottom = atom(), atom()
+            return f'<span class="frac"><span>{top}</span><span>{bottom}</span></span>'
+        if name == "sqrt":
+            return f'\u221a<span class="root">{atom()}</span>'
+        if name in _LATEX_WORDS:
+            return _LATEX_WORDS[name]
+        raise ValueError(f"handout_html: a formula uses \\{name}, which the printed handout does not draw")
+
+    def atom() -> str:
+        nonlocal at
+        while at < len(tex) and tex[at].isspace():
+            at += 1
+        if at == len(tex):
+            raise ValueError("handout_html: a formula ends where a part of it was expected")
+        char = tex[at]
+        at += 1
+        if char == "{":
+            inner = run("}")
+            at += 1
+            return inner
+        if char == "\\":
+            return command()
+        return _LATEX_SIGNS.get(char, html.escape(char))
+
+    def run(end: Optional[str]) -> str:
+        nonlocal at
+        parts = []
+        while at < len(tex) and tex[at] != end:
+            if tex[at].isspace():
+                at += 1
+            elif tex[at] in "_^":
+                scripts = {}
+                while at < len(tex) and tex[at] in "_^" and tex[at] not in scripts:
+                    mark = tex[at]
+                    at += 1
+                    scripts[mark] = atom()
+                    while at < len(tex) and tex[at].isspace():
+                        at += 1
+                if len(scripts) == 2:  # both on one letter: one above the other, as LaTeX sets them
+                    parts.append(f'<span class="ss"><span>{scripts["^"]}</span><span>{scripts["_"]}</span></span>')
+                else:
+                    tag = "sub" if "_" in scripts else "sup"
+                    parts.append(f"<{tag}>{scripts.get('_', scripts.get('^'))}</{tag}>")
+            else:
+                parts.append(atom())
+        return "".join(parts)
+
+    return run(None)
+
+
+def _inline(text: str) -> str:
+    """A line of the handout's Markdown: `code`, $math$, **bold**, *italic*."""
+    out = []
+    for n, part in enumerate(re.split(r"(`[^`]*`|\$[^$]+\$)", text)):
+        if n % 2:
+            out.append(f"<code>{html.escape(part[1:-1])}</code>" if part[0] == "`" else
+                       f'<span class="math">{_latex(part[1:-1])}</span>')
+            continue
+        part = html.escape(part, quote=False)
+        part = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", part)
+        out.append(re.sub(r"\*(.+?)\*", r"<i>\1</i>", part))
+    return "".join(out)
+
+
+def _handout_blocks(text: str, folder: pathlib.Path) -> list[str]:
+    """The handout's Markdown, block by block, as HTML."""
+    out = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines = block.split("\n")
+        if block.startswith("# "):
+            out.append(f"<h1>{_inline(block[2:].strip())}</h1>")
+        elif block.startswith("$$"):
+            for formula in re.findall(r"\$\$(.+?)\$\$", block, re.S):
+                out.append(f'<div class="display"><span class="math">{_latex(formula)}</span></div>')
+        elif re.fullmatch(r"!\[([^\]]*)\]\(([^)]+)\)", block.strip()):
+            alt, src = re.fullmatch(r"!\[([^\]]*)\]\(([^)]+)\)", block.strip()).groups()
+            picture = (folder / src).read_text(encoding="utf-8") if src.endswith(".svg") else \
+                f'<img src="{html.escape(src)}" alt="{html.escape(alt)}">'
+            out.append(f"<figure>{picture}</figure>")
+        elif block.startswith("|"):
+            rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines
+                    if not re.fullmatch(r"\|[\s:|-]+\|", line.strip())]
+            head = "".join(f"<th>{_inline(cell)}</th>" for cell in rows[0])
+            body = "".join("<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in row) + "</tr>" for row in rows[1:])
+            out.append(f"<table><tr>{head}</tr>{body}</table>")
+        elif block.startswith("- "):
+            items = re.split(r"\n(?=- )", block)
+            out.append("<ul>" + "".join(f"<li>{_inline(' '.join(item[2:].split()))}</li>" for item in items) + "</ul>")
+        else:
+            out.append(f"<p>{_inline(' '.join(block.split()))}</p>")
+    return out
+
+
+def handout_html(*, paper: str = "a4", source: Optional[pathlib.Path] = None) -> str:
+    """docs/handout.md (or ``source``) as a page to print, on one page of ``paper`` (a4 or letter).
+
+    >>> page = handout_html(paper="letter")
+    >>> "size: letter" in page, page.count("<svg"), "$" in page.split("</style>")[1]
+    (True, 1, False)
+    """
+    check_paper("handout_html", "paper", paper)
+    source = HANDOUT_FILE if source is None else pathlib.Path(source)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:  # an installed package has no docs/: they are the repository's
+        why = getattr(e, "strerror", None) or str(e).splitlines()[0]
+        where = str(source) if len(str(source)) <= 120 and str(source).isprintable() else shorten(str(source), 120)
+        raise ValueError(f"handout_html: cannot read the handout {where} ({why}); "
+                         "docs/handout.md is in the repository, beside the package") from None
+    size, _, _ = _paper(paper)
+    title = re.match(r"# (.+)", text)
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{html.escape(title.group(1) if title else 'Handout')}</title>\n"
+            f"<style>{_HANDOUT_CSS % {'size': size}}</style>\n</head>\n<body>\n<section class=\"page handout\">\n"
+            + "\n".join(_handout_blocks(text, source.parent)) + "\n</section>\n</body>\n</html>\n")
 
 
 # === Command line ===
@@ -1223,6 +1436,8 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--student", type=_student, metavar="N", help="the student's number N")
     who.add_argument("--students", type=_students, metavar="A-B", help="every student from A to B, e.g. 1-30")
     who.add_argument("--example", action="store_true", help="the hand-chosen example of notebook 00a")
+    who.add_argument("--handout", action="store_true",
+                     help="docs/handout.md as a page to print (HTML), on one page of --paper")
     parser.add_argument("--term", type=term_argument, metavar="WORD",
                         help="the teacher's secret for this term: same term and student, same sheet; "
                              "without it nobody can print the key")
@@ -1246,12 +1461,18 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The rules argparse cannot say: who is named once; options that do not go together; defaults."""
     if args.paper == _EXAMPLE:
-        if args.student is not None or args.students:
-            parser.error("a bare --paper (the example of 00a) is not allowed with --student/--students; "
+        if args.student is not None or args.students or args.handout:
+            parser.error("a bare --paper (the example of 00a) is not allowed with --student/--students/--handout; "
                          "write --paper a4 or --paper letter")
         args.example, args.paper = True, None
-    if args.student is None and not args.students and not args.example:
-        parser.error("one of the arguments --student --students --example is required")
+    if args.student is None and not args.students and not args.example and not args.handout:
+        parser.error("one of the arguments --student --students --example --handout is required")
+    if args.handout:
+        given = [f"--{name}" for name in ("term", "heads", "tokens", "steps") if getattr(args, name) is not None]
+        given += ["--exam"] * args.exam + ["--key"] * args.key + ["--format json"] * (args.format == "json")
+        if given:
+            parser.error(f"--handout prints the handout as it is, a page of HTML; it takes no {', '.join(given)}")
+        args.format = "html"  # the handout's Markdown is docs/handout.md itself
     sizes = [name for name in ("heads", "tokens", "steps") if getattr(args, name) is not None]
     extra = [f"--{name}" for name in sizes] + ["--term"] * (args.term is not None) + ["--exam"] * args.exam
     if args.example and extra:
@@ -1276,7 +1497,8 @@ def check_arguments(func: str, name: str, args: object) -> None:
                         f"got {type(args).__name__}")
     given = {option: getattr(args, option, None) for option in ("student", "students", "example", "exam", "term",
                                                                 "heads", "tokens", "steps", "paper", "key", "format")}
-    for option in ("example", "exam", "key"):
+    given["handout"] = getattr(args, "handout", False)  # parsed arguments from before --handout existed lack it
+    for option in ("example", "exam", "key", "handout"):
         if not isinstance(given[option], bool):
             raise TypeError(f"{func}: {name}.{option} must be True or False, got {shorten(given[option])}")
     if given["format"] not in _FORMATS:
@@ -1289,8 +1511,8 @@ def check_arguments(func: str, name: str, args: object) -> None:
         check_student(func, f"{name}.students[]", n)
     if given["student"] is not None:
         check_student(func, f"{name}.student", given["student"])
-    if (given["student"] is not None) + bool(students) + given["example"] != 1:
-        raise ValueError(f"{func}: {name} must name one of student, students and example")
+    if (given["student"] is not None) + bool(students) + given["example"] + given["handout"] != 1:
+        raise ValueError(f"{func}: {name} must name one of student, students, example and handout")
     check_term(func, f"{name}.term", given["term"])
     check_heads(func, f"{name}.heads", given["heads"])
     check_tokens(func, f"{name}.tokens", given["tokens"])
@@ -1301,6 +1523,8 @@ def check_arguments(func: str, name: str, args: object) -> None:
 def render(args: argparse.Namespace) -> str:
     """What ``main`` prints for parsed (and validated) arguments; ValueError if a page would overflow."""
     check_arguments("render", "args", args)
+    if getattr(args, "handout", False):
+        return handout_html(paper=args.paper)
     numbers = [args.student] if args.student is not None else args.students
     many = bool(args.students)
     if args.exam:
