@@ -5,7 +5,8 @@ package); it downloads the kernel's pure-Python wheels from PyPI. The site needs
 afterwards: every file the kernel asks for is in it.
 
   - files/NN_*.ipynb            every notebook, as stored (with outputs), its kernel named as
-                                JupyterLite names it ("python", not "python3"), and the files a
+                                JupyterLite names it ("python", not "python3"), each multiline
+                                string joined into one (``rejoined``), and the files a
                                 notebook reads beside it (notebooks/*.json: 19's saved run);
   - files/mha_lists/**          the module beside them, to read and edit in the file browser;
   - files/exercises/NN_*.ipynb  the exercise notebooks' student copies
@@ -185,11 +186,43 @@ def notebook_files_wheel(version: str, into: pathlib.Path) -> pathlib.Path:
     return wheel
 
 
+def rejoined(cell: dict) -> dict:
+    """The cell with every multiline string joined into one, as Jupyter's server serves a notebook
+    (nbformat's ``rejoin_lines``): its source, its outputs' text and their data (but JSON's).
+
+    A notebook file stores a long string as a list of lines; JupyterLite serves the file as it is,
+    and its notebook app shows a stored output's list of lines joined by commas: ", , ," above a
+    heatmap, and every line of a number's explanation (a title) starting with a comma.
+
+    >>> rejoined({"cell_type": "code", "source": ["a\\n", "b"], "outputs": [{"output_type": "display_data",
+    ...           "data": {"text/html": ["<p>\\n", "</p>"], "application/json": ["x"]}, "metadata": {}}]})["outputs"]
+    [{'output_type': 'display_data', 'data': {'text/html': '<p>\\n</p>', 'application/json': ['x']}, 'metadata': {}}]
+    """
+    def joined(value):
+        return "".join(value) if isinstance(value, list) else value
+
+    cell = {**cell, "source": joined(cell["source"])}
+    if "outputs" in cell:
+        outputs = []
+        for output in cell["outputs"]:
+            output = dict(output)
+            if "text" in output:
+                output["text"] = joined(output["text"])
+            if "data" in output:
+                output["data"] = {mime: value if mime.endswith("json") else joined(value)
+                                  for mime, value in output["data"].items()}
+            outputs.append(output)
+        cell["outputs"] = outputs
+    return cell
+
+
 def use_the_lite_kernel(notebook: pathlib.Path) -> None:
     """Name JupyterLite's kernel ("python") in the notebook's metadata, where ours say "python3":
-    JupyterLite has no kernel of that name and would ask each learner to pick one. Cells are kept as they are."""
+    JupyterLite has no kernel of that name and would ask each learner to pick one. Each cell's lines
+    are joined (``rejoined``); what they say is kept as it is."""
     data = json.loads(notebook.read_text(encoding="utf-8"))
     data["metadata"]["kernelspec"] = LITE_KERNELSPEC
+    data["cells"] = [rejoined(cell) for cell in data["cells"]]
     notebook.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -21,6 +21,7 @@ browser; skips without them, fails instead where MHA_LISTS_REQUIRE_BROWSER=1 (CI
 from __future__ import annotations
 
 import hashlib
+import html
 import importlib.util
 import json
 import re
@@ -132,6 +133,26 @@ def test_the_build_says_what_is_wrong_in_one_line_and_exits_2(args, message, tmp
     assert a_file.read_text(encoding="utf-8") == "not a folder\n"
 
 
+def lite_build():
+    """lite/build.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("lite_build", ROOT / "lite" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_cells_lines_are_joined_into_one_string_as_jupyters_server_does():
+    cell = {"cell_type": "code", "source": ["x = 1\n", "x"], "metadata": {}, "execution_count": 1, "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": ["a\n", "b\n"]},
+        {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+         "data": {"text/html": ['<a title="one\n', 'two">1</a>'], "text/plain": "1", "application/json": {"a": 1}}}]}
+    joined = lite_build().rejoined(cell)
+    assert joined["source"] == "x = 1\nx" and joined["outputs"][0]["text"] == "a\nb\n"
+    assert joined["outputs"][1]["data"] == {"text/html": '<a title="one\ntwo">1</a>', "text/plain": "1",
+                                            "application/json": {"a": 1}}
+    assert cell["source"] == ["x = 1\n", "x"]  # the notebook's own cell is left as it was
+
+
 def kernel_settings(site) -> dict:
     config = json.loads((site / "jupyter-lite.json").read_text(encoding="utf-8"))
     return config["jupyter-config-data"]["litePluginSettings"][KERNEL_SETTINGS]
@@ -142,7 +163,12 @@ def test_the_site_holds_every_notebook_the_exercises_and_the_module(lite_site):
     assert len(notebooks) >= 14
     for notebook in notebooks:  # as stored, outputs and all; only the kernel's name is JupyterLite's
         ours, theirs = (json.loads(path.read_text(encoding="utf-8")) for path in (notebook, lite_site / "files" / notebook.name))
-        assert theirs["cells"] == ours["cells"]
+        assert theirs["cells"] == [lite_build().rejoined(cell) for cell in ours["cells"]]  # one string each
+        for cell in theirs["cells"]:  # no list of lines left for the notebook app to join with commas
+            assert isinstance(cell["source"], str)
+            for output in cell.get("outputs", []):
+                assert not any(isinstance(v, list) for m, v in output.get("data", {}).items() if m != "application/json")
+                assert isinstance(output.get("text", ""), str)
         assert theirs["metadata"] == {**ours["metadata"], "kernelspec": LITE_KERNELSPEC}
     assert (lite_site / "files" / "glossary.md").read_bytes() == (ROOT / "notebooks" / "glossary.md").read_bytes()
     exercises = sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))
@@ -305,6 +331,65 @@ def test_on_a_school_server_over_http_notebook_00a_runs_in_the_notebook_app(lite
     assert ("Q, K, V match: True\nscaled scores match: True\nattention matches: True\noutput matches: True\n"
             in streams)  # Step 9, the check the instructor guide asks for on a lab machine
     assert streams == stored_stdout(ROOT / "notebooks" / "00a_attention_on_paper.ipynb")  # every cell, as stored
+    assert blocked == []
+
+
+# Every entry's title in the notebook's outputs, and whether each is still a focusable <a tabindex="0">.
+TITLES = """() => [...document.querySelectorAll('.jp-OutputArea-output td a[title]')].map((a) => [a.title,
+    a.getAttribute('tabindex')])"""
+
+
+def stored_titles(notebook, cell: int) -> list[str]:
+    """The titles of the entries of one cell's stored HTML output, as a browser reads the attribute."""
+    (output,) = [o for o in json.loads(notebook.read_text(encoding="utf-8"))["cells"][cell]["outputs"]
+                 if "text/html" in o.get("data", {})]
+    return [html.unescape(title) for title in re.findall(r'<a tabindex="0" title="([^"]*)"', "".join(
+        output["data"]["text/html"]))]
+
+
+def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(lite_site, tmp_path):
+    """Notebook 03's explained scores (display.explained_scores): opened as stored, an untrusted output that
+    JupyterLite's sanitiser cleans, every entry keeps its title, line for line (the build joins the stored
+    lines: served as a list, they came back joined by commas), and its tabindex; no stray comma shows above
+    the table; after Run All, the kernel's output carries CPython's .explain(i, j) for every entry."""
+    from mha_lists import attention_trace, running_example
+    from mha_lists.teaching.display import explained_scores
+    notebook = ROOT / "notebooks" / "03_scores.ipynb"
+    cell = next(n for n, c in enumerate(json.loads(notebook.read_text(encoding="utf-8"))["cells"])
+                if "explained_scores(trace.Q[0]" in "".join(c["source"]))
+    stored = stored_titles(notebook, cell)
+    ex = running_example()
+    trace = attention_trace(ex.x, ex.weights)
+    view = explained_scores(trace.Q[0], trace.K[0], ex.tokens, title="scores, head 0")
+    expected = [view.explain(i, j) for i in range(view.n) for j in range(view.m)]
+    assert len(stored) == len(expected) == len(ex.tokens) ** 2 and all(stored)
+    with serve_as_the_readme_does(lite_site) as port, chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{port}/notebooks/index.html?path={notebook.name}")
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
+        page.wait_for_function(f"({TITLES})().length > 0", timeout=120_000)
+        as_opened = page.evaluate(TITLES)
+        shown = page.locator(".jp-OutputArea-output").filter(has=page.locator("td a[title]")).first.inner_text()
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=120_000)
+        page.get_by_role("menuitem", name="Edit").click()
+        page.get_by_text("Clear Outputs of All Cells", exact=True).click()  # the stored ones
+        page.wait_for_function(f"({TITLES})().length === 0")
+        page.get_by_role("menuitem", name="Run").click()
+        page.get_by_text("Run All Cells", exact=True).click()
+        page.wait_for_function(f"({TITLES})().length > 0 || document.getElementById('mha-kernel-failed') || "
+                               "document.querySelector('.jp-OutputArea-output[data-mime-type="
+                               "\"application/vnd.jupyter.stderr\"]')", timeout=180_000)
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_text_contents()
+        when_run = page.evaluate(TITLES)
+        figure = page.locator(".jp-OutputArea-output td a[title]").first
+        figure.focus()
+        page.screenshot(path=str(tmp_path / "03.png"))
+        page.close()
+        blocked = list(context.blocked)
+    assert errors == [], errors
+    assert as_opened == [[title, "0"] for title in stored]  # the sanitiser kept every title, and the tabindex
+    assert shown.startswith("scores, head 0 (5x5)\n"), shown[:80]  # nothing above the table's caption
+    assert when_run == [[title, "0"] for title in expected]  # the kernel's: CPython's explanations, entry by entry
     assert blocked == []
 
 

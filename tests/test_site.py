@@ -1,7 +1,9 @@
 """tools/site.py, ``python -m mha_lists.tools.site``: the page's settings, its pre-rendered numbers, trained
 mode (the model trained on Genesis reading any text) and the built files.
 
-These need no browser: the pre-rendered page is read with html.parser. The page in a real
+Every score, weight and head-output entry's title is display's ``.explain(i, j)``; the embedding
+tables and each head's W_Q, W_K, W_V are on the page, folded. These need no browser: the
+pre-rendered page is read with html.parser. The page in a real
 browser, computing in Pyodide, is tests/test_site_browser.py.
 """
 
@@ -79,6 +81,8 @@ MESSAGES = {
     "no trained command": "cli_command: settings.trained is True; no command prints the trained model's attention "
                           "(page_update gives the Python call that does)",
     "job": "job_text: job must be a HeadJob (from reading.head_jobs), got {type}",
+    "explanations trained": "explanations: settings.trained is True; trained mode shows attention weights only, "
+                            "as heatmaps",
     "trained run missing": "build_site: mha_lists/{name} (the trained model's weights) is missing; the page's trained "
                            "mode reads it (python -m mha_lists.tools.read_text --save writes a run)",
     "root": "module_files: root must name a .py file under mha_lists/, like 'tools/site.py'; got {value}",
@@ -117,6 +121,7 @@ BAD_CALLS = {
                         dict(func="query_string", name="settings", option="seed", value="an int of 31 digits")),
     "settings d_model": (ValueError, lambda: walkthrough_html(Settings(d_model=4096)),
                          dict(func="walkthrough_html", name="settings", value=4096)),
+    "explanations trained": (ValueError, lambda: site.explanations(Settings(sentence="hi", trained=True)), {}),
     "settings fixed digits": (ValueError, lambda: walkthrough_html(Settings(digits=12)),
                               dict(func="walkthrough_html", name="settings", value=12)),
     "settings trained": (ValueError, lambda: walkthrough_html(Settings(sentence="hi", heads=4, trained=True)),
@@ -168,8 +173,13 @@ def cli(*args: str) -> str:
                           text=True, encoding="utf-8", check=True).stdout
 
 
+def without_parameters(html_text: str) -> str:
+    """The page without the folded tables of weights the CLI does not print (the embeddings, W_Q, W_K, W_V)."""
+    return re.sub(r'<details class="params">.*?</details>', "", html_text, flags=re.S)
+
+
 def assert_same_numbers(html_text: str, cli_text: str) -> None:
-    tables, headings, summary = page_parts(html_text)
+    tables, headings, summary = page_parts(without_parameters(html_text))
     assert tables == cli_tables(cli_text) and len(tables) > 0
     assert headings == cli_headings(cli_text)
     assert summary == cli_text.split("\n\n", 1)[0].splitlines()[1:]  # the lines above the first step
@@ -196,16 +206,19 @@ def test_cli_command_prints_the_numbers_the_page_shows():
 
 def test_weights_are_a_heatmap_and_masked_scores_are_marked():
     page = walkthrough_html(Settings(causal=True))
-    weights = re.findall(r'style="--w:([0-9.]+)">([0-9.]+)</td>', page)
+    weights = re.findall(r'style="--w:([0-9.]+)"><a tabindex="0" title="[^"]*">([0-9.]+)</a></td>', page)
     assert len(weights) == 2 * 5 * 5  # every weight of both heads carries its colour value
     assert all(0.0 <= float(w) <= 1.0 and abs(float(w) - float(shown)) < 6e-4 for w, shown in weights)
-    assert page.count('<td class="masked">-inf</td>') == 2 * 10  # 10 future keys per head
+    masked = re.findall(r'<td class="masked"><a tabindex="0" title="([^"]*)">-inf</a></td>', page)
+    assert len(masked) == 2 * 10  # 10 future keys per head
+    assert all("= -inf: the mask hides this key from this query" in html.unescape(title) for title in masked)
 
 
 def test_the_heatmap_is_explained_in_visible_text_not_a_hover_title():
     settings = Settings(seed=7)
     page = walkthrough_html(settings)
-    assert "title=" not in page
+    titles = re.findall(r"<(\w+)([^>]*) title=", page)  # a title only on an entry: a focusable <a> in a cell
+    assert titles and set(titles) == {("a", ' tabindex="0"')}
     caption, cols, rows = next(t for t in cli_tables(cli("--seed", "7")) if t[0].startswith("weights"))
     (row, cells) = rows[-1]  # the CLI's last row of the first head's weights, as printed: no key masked there
     j = max((k for k in range(len(cells)) if k != len(rows) - 1), key=lambda k: float(cells[k]))  # its strongest other
@@ -213,6 +226,119 @@ def test_the_heatmap_is_explained_in_visible_text_not_a_hover_title():
                 f"so token {html.escape(row)} takes that share of token {html.escape(cols[j])}'s value.")
     assert expected in page
     assert page.count('<p class="how">') == settings.heads
+
+
+class _Explained(HTMLParser):
+    """Each figure's caption, and the title of every entry of its table: {caption: [[title, ...], ...]}."""
+
+    def __init__(self):
+        super().__init__()
+        self.figures, self._caption, self._text = {}, None, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "figcaption":
+            self._text = []
+        elif tag == "tr" and self._caption is not None:
+            self.figures[self._caption].append([])
+        elif tag == "a" and "title" in attrs:
+            self.figures[self._caption][-1].append(attrs["title"])
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "figcaption":
+            self._caption = " ".join("".join(self._text).split())
+            self._text = None
+            self.figures[self._caption] = []
+        elif tag == "figure":
+            self._caption = None
+
+
+def explained_on_page(page: str) -> dict:
+    reader = _Explained()
+    reader.feed(page)
+    return {caption: [row for row in rows if row] for caption, rows in reader.figures.items()}
+
+
+@pytest.mark.parametrize("settings", [Settings(), Settings(seed=7, heads=4, causal=True),
+                                      Settings(sentence="<BOS> I I like", d_model=12, heads=3, causal=True)])
+def test_every_score_weight_and_output_says_what_displays_explain_says(settings):
+    """The page's titles are display.explained_*'s .explain(i, j), computed here from the example itself."""
+    from mha_lists import attention_trace, causal_mask
+    from mha_lists.teaching.display import explained_outputs, explained_scores, explained_weights
+    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
+                         seed=settings.seed)
+    mask = causal_mask(len(ex.tokens)) if settings.causal else None
+    trace = attention_trace(ex.x, ex.weights, mask=mask)
+    shown = explained_on_page(walkthrough_html(settings))
+    T, d_k = len(ex.tokens), settings.d_model // settings.heads
+    assert {caption for caption, rows in shown.items() if rows} == {
+        f"{name}, head {h} ({T}x{size})" for h in range(settings.heads)
+        for name, size in (("scores", T), ("weights", T), ("output", d_k))}  # nothing else has titles
+    for h in range(settings.heads):
+        views = {"scores": explained_scores(trace.Q[h], trace.K[h], ex.tokens, mask=mask),
+                 "weights": explained_weights(trace.scores[h], ex.tokens, mask=mask),
+                 "output": explained_outputs(trace.attention[h], trace.V[h], ex.tokens)}
+        for name, view in views.items():
+            titles = shown[f"{name}, head {h} ({T}x{view.m})"]
+            assert titles == [[view.explain(i, j) for j in range(view.m)] for i in range(view.n)], (name, h)
+        # The numbers explained are the trace's, bit for bit: each text ends in the number the page shows.
+        assert views["scores"].M == trace.scores[h] and views["weights"].M == trace.attention[h]
+        assert views["output"].M == trace.head_outputs[h]
+    first = shown[f"scores, head 0 ({T}x{T})"][-1][0]
+    assert first.startswith(f"score[{T - 1}][0], {ex.tokens[-1]} → {ex.tokens[0]} = (q{T - 1}·k0) / √{d_k}\n= ")
+    assert first.endswith(" = " + format_number(trace.scores[0][-1][0], 4))
+
+
+def test_a_few_titles_as_written_in_the_html_are_the_explain_text():
+    """Read as a browser reads the attribute: html.unescape of the quoted title gives .explain's text."""
+    from mha_lists import attention_trace
+    from mha_lists.teaching.display import explained_scores, explained_weights
+    page = walkthrough_html(Settings())
+    ex = running_example()
+    trace = attention_trace(ex.x, ex.weights)
+    scores = explained_scores(trace.Q[1], trace.K[1], ex.tokens)
+    weights = explained_weights(trace.scores[0], ex.tokens)
+    for text in (scores.explain(2, 3), scores.explain(0, 4), weights.explain(4, 1)):
+        assert f'<a tabindex="0" title="{html.escape(text, quote=True)}">' in page
+    assert site.explanations(Settings())["scores, head 1"][2][3] == scores.explain(2, 3)
+
+
+def test_a_head_output_wider_than_display_explains_has_no_titles_and_the_rest_do():
+    said = site.explanations(Settings(heads=1, d_model=64, sentence="I like"))
+    assert sorted(said) == ["scores, head 0", "weights, head 0"]
+    page = walkthrough_html(Settings(heads=1, d_model=64, sentence="I like"))
+    assert not explained_on_page(page)["output, head 0 (2x64)"]  # shown, as the CLI prints it, unexplained
+
+
+def test_the_page_shows_every_weight_matrix_and_the_embedding_tables_folded():
+    settings = Settings(seed=7, heads=4, d_model=12, causal=True)
+    page = walkthrough_html(settings)
+    ex = running_example(d_model=12, num_heads=4, seed=7)
+    folded = re.findall(r'<details class="params"><summary>(.*?)</summary>(.*?)</details>', page, flags=re.S)
+    assert [html.unescape(summary) for summary, _ in folded] == [
+        "The tables X is made from: token (6x12), a row per word, and position (8x12), a row per place",
+        *(f"Head {h}'s weights: W_Q, W_K and W_V, each (12x3)" for h in range(4))]
+    tables = [page_parts(inside)[0] for _, inside in folded]
+    d, k = [f"d{j}" for j in range(12)], [f"d{j}" for j in range(3)]
+
+    def as_shown(caption, M, rows, cols):
+        return (f"{caption} ({len(M)}x{len(M[0])})", cols, [(r, [format_number(x, 4) for x in row])
+                                                          for r, row in zip(rows, M)])
+
+    assert tables[0] == [as_shown("token table", ex.token_embeddings, ex.vocab, d),
+                         as_shown("position table", ex.position_embeddings, [f"pos {i}" for i in range(8)], d)]
+    for h in range(4):
+        assert tables[1 + h] == [as_shown(f"{name}, head {h}", getattr(ex.weights, name)[h], d, k)
+                                 for name in ("W_Q", "W_K", "W_V")]
+    # Where they stand: the embeddings under X (step 1), each head's weights under its step 2.
+    assert page.index("figcaption id=\"table-1\">X ") < page.index("The tables X is made from") < page.index(
+        "Head 0</h2>") < page.index("Step 2. Projections") < page.index("Head 0&#x27;s weights") < page.index(
+        "Q, head 0 <span")
+    assert "W_O" in page and len(re.findall(r">W_O <span", page)) == 1  # W_O stays where step 7 shows it
 
 
 def test_query_strings_round_trip():

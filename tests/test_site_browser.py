@@ -7,9 +7,11 @@ every host but 127.0.0.1 unreachable: the page computes, and its numbers are the
 from its minus sign; Back and Forward step through changes; example links change only what they
 name, also while Python is still loading; every bad field is marked at once, its message beside it,
 quoted as typed, and a 5,000-digit seed gets its limit without widening the page; no request fails
-(the icon is in the page); the word buttons and the heatmap's reading work with the keyboard (no
-hover title); progress shows while Python loads; and only the module files the page imports are
-fetched. In trained mode, any text (a capital, an emoji) shows every head of the trained model with
+(the icon is in the page); the word buttons and the heatmap's reading work with the keyboard;
+every score, weight and head-output entry, pointed at or focused, shows CPython's ``.explain(i, j)``
+(its title, its accessible name, and the line under its table), at a phone's width too; the embedding
+tables and every head's W_Q, W_K, W_V open from their folds and scroll in their boxes at 390 px;
+progress shows while Python loads; and only the module files the page imports are fetched. In trained mode, any text (a capital, an emoji) shows every head of the trained model with
 CPython's numbers and each head's job, a text too long gets the model's limit beside the field, the
 shipped run is fetched once from the page's folder, and at 390 px each heatmap fits or scrolls in its
 box with a cue. Screenshots go to build/screenshots/.
@@ -160,7 +162,7 @@ def open_page(context, url: str, state: str = "computed", viewport: dict = None)
 
 READ_PAGE = """() => {
   const text = (element) => element.textContent.split(/\\s+/).filter(Boolean).join(" ");
-  const tables = [...document.querySelectorAll("#walkthrough figure.matrix")].map((figure) => [
+  const tables = [...document.querySelectorAll("#walkthrough figure.matrix:not(.param)")].map((figure) => [
     text(figure.querySelector("figcaption")),
     [...figure.querySelectorAll("thead th")].slice(1).map(text),
     [...figure.querySelectorAll("tbody tr")].map((tr) => [text(tr.querySelector("th")),
@@ -301,7 +303,7 @@ def page_width(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth")
 
 
-MATRICES = """() => [...document.querySelectorAll("#walkthrough figure.matrix")].map((figure) => {
+MATRICES = """(selector) => [...document.querySelectorAll(selector)].map((figure) => {
   const box = figure.querySelector(".scroll"), cue = figure.querySelector(".scroll-cue");
   return {title: figure.querySelector("figcaption").textContent, scrolls: box.scrollWidth > box.clientWidth + 1,
           cue: cue.offsetParent !== null, cueText: cue.textContent,
@@ -322,7 +324,7 @@ def test_at_phone_width_every_matrix_fits_or_scrolls_in_its_box_with_a_cue_and_i
     assert page_width(page) <= PHONE["width"]  # the page itself never scrolls sideways
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "page-390.png"))
-    boxes = page.evaluate(MATRICES)
+    boxes = page.evaluate(MATRICES, "#walkthrough figure.matrix:not(.param)")
     assert [box["title"] for box in boxes] == [caption for caption, _, _ in cli_tables(cli())]
     for box in boxes:
         assert box["right"] <= PHONE["width"], box  # nothing runs off the screen ...
@@ -348,6 +350,113 @@ def test_at_phone_width_every_matrix_fits_or_scrolls_in_its_box_with_a_cue_and_i
             label = labels.nth(n).bounding_box()
             assert left - 0.5 <= label["x"] <= left + 2, (title, n, label, left)
         figure.screenshot(path=str(SCREENSHOTS / f"page-390-{name}-scrolled.png"))
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+def explain_texts(settings: Settings) -> dict:
+    """CPython's .explain(i, j) of display's explained views of this example, by table caption and entry."""
+    from mha_lists import attention_trace, causal_mask, running_example
+    from mha_lists.teaching.display import explained_outputs, explained_scores, explained_weights
+    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
+                         seed=settings.seed)
+    mask = causal_mask(len(ex.tokens)) if settings.causal else None
+    trace = attention_trace(ex.x, ex.weights, mask=mask)
+    views = {}
+    for h in range(settings.heads):
+        views[f"scores, head {h}"] = explained_scores(trace.Q[h], trace.K[h], ex.tokens, mask=mask)
+        views[f"weights, head {h}"] = explained_weights(trace.scores[h], ex.tokens, mask=mask)
+        views[f"output, head {h}"] = explained_outputs(trace.attention[h], trace.V[h], ex.tokens)
+    return views
+
+
+def described(page, selector: str) -> dict:
+    """What Chromium's accessibility tree says of an element: its name and description (through CDP)."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        ax = cdp.send("Accessibility.getPartialAXTree", {"nodeId": node, "fetchRelatives": False})["nodes"][0]
+    finally:
+        cdp.detach()
+    return {key: ax.get(key, {}).get("value", "") for key in ("name", "description")}
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 1600, "height": 1000}], ids=["390px", "desktop"])
+def test_pointing_at_or_focusing_a_number_shows_how_it_was_made_as_cpython_explains_it(site_url, browser_context,
+                                                                                       viewport):
+    settings = Settings(seed=7, heads=4, causal=True)
+    views = explain_texts(settings)
+    page = open_page(browser_context, site_url + "?seed=7&heads=4&causal=1", viewport=viewport)
+    caption_of = "(figure) => figure.querySelector('figcaption').textContent.replace(/ \\(.*$/, '')"
+    for title, (i, j) in (("scores, head 1", (4, 2)), ("weights, head 3", (3, 0)), ("output, head 0", (2, 1)),
+                          ("scores, head 2", (1, 3))):  # the last: masked, -inf, and says why
+        expected = views[title].explain(i, j)
+        figure = page.locator("figure.matrix").filter(has=page.locator("figcaption", has_text=title + " (")).first
+        assert figure.evaluate(caption_of) == title
+        entry = figure.locator("tbody tr").nth(i).locator("td a").nth(j)
+        assert entry.get_attribute("title") == expected  # the tooltip a pointer shows, CPython's text
+        said = figure.locator(".said")
+        assert said.inner_text().startswith("Point at a number (or Tab to it)")
+        entry.hover()
+        page.wait_for_function("(s) => s.textContent !== '' && !s.textContent.startsWith('Point at')",
+                               arg=said.element_handle())
+        assert said.text_content() == expected and said.is_visible()
+        assert entry.evaluate("(a) => a.classList.contains('pointed')")
+        page.mouse.move(0, 0)
+        entry.evaluate("(a) => a.blur()")
+    # The keyboard: Tab from a matrix's box to its first entry, and on to the next; each shows its text.
+    figure = page.locator("figure.matrix").filter(has=page.locator("figcaption", has_text="scores, head 0 (")).first
+    figure.locator(".scroll").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.title") == views["scores, head 0"].explain(0, 0)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.title") == views["scores, head 0"].explain(0, 1)
+    assert figure.locator(".said").text_content() == views["scores, head 0"].explain(0, 1)
+    # What a screen reader gets on focus: the title, lines joined (an <a> without href names itself by its title,
+    # and the text ends in the number shown).
+    ax = described(page, "figure.matrix td a[title]")
+    assert " ".join(views["scores, head 0"].explain(0, 0).split()) in (ax["name"], ax["description"]), ax
+    assert page_width(page) <= viewport["width"]  # the explanation wraps under its table; the page holds
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    suffix = "-390" if viewport is PHONE else ""
+    figure.scroll_into_view_if_needed()
+    figure.screenshot(path=str(SCREENSHOTS / f"page-explained{suffix}.png"))
+    page.close()
+    assert_stayed_local(browser_context)
+
+
+def test_the_weight_matrices_and_embedding_tables_are_shown_folded_and_fit_a_phone(site_url, browser_context):
+    page = open_page(browser_context, site_url, viewport=PHONE)
+    from mha_lists import running_example
+    ex = running_example()
+    folds = page.locator("#walkthrough details.params")
+    assert folds.count() == 3  # the embeddings, then head 0's and head 1's W_Q, W_K, W_V
+    assert page.locator("#walkthrough figure.param").first.is_hidden()  # folded until opened
+    for n in range(folds.count()):
+        folds.nth(n).locator("summary").click()
+    boxes = page.evaluate(MATRICES, "#walkthrough figure.param")
+    assert [box["title"] for box in boxes] == [
+        "token table (6x16)", "position table (8x16)",
+        *(f"{name}, head {h} (16x8)" for h in range(2) for name in ("W_Q", "W_K", "W_V"))]
+    for box in boxes:
+        assert box["right"] <= PHONE["width"] and box["scrolls"] and box["cue"], box
+    assert page_width(page) <= PHONE["width"]
+    token = page.locator("figure.param").first
+    assert token.locator("tbody th").all_inner_texts() == ex.vocab
+    assert token.locator("tbody tr").first.locator("td").all_inner_texts() == [
+        format_number(x, 4) for x in ex.token_embeddings[0]]
+    w_q = page.locator("figure.param").nth(2)
+    assert w_q.locator("tbody tr").nth(3).locator("td").all_inner_texts() == [
+        format_number(x, 4) for x in ex.weights.W_Q[0][3]]
+    w_q.scroll_into_view_if_needed()
+    box = w_q.locator(".scroll")
+    box.evaluate("(b) => { b.scrollLeft = b.scrollWidth; }")
+    left = box.bounding_box()["x"]
+    for label in w_q.locator("tbody th").all():  # row labels stay in view, as in every matrix
+        assert left - 0.5 <= label.bounding_box()["x"] <= left + 2
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#step-1").screenshot(path=str(SCREENSHOTS / "page-390-embeddings.png"))
     page.close()
     assert_stayed_local(browser_context)
 
@@ -499,7 +608,9 @@ def test_an_invalid_field_is_quoted_as_typed_and_a_huge_seed_gets_its_limit(site
 
 def test_explanations_and_word_buttons_work_with_the_keyboard(site_url, browser_context):
     page = open_page(browser_context, site_url)
-    assert page.evaluate("document.querySelectorAll('body [title]').length") == 0  # nothing hides behind a hover
+    # What has a title is an entry that also says it in the line under its table (pointed at or focused).
+    assert page.evaluate("[...document.querySelectorAll('body [title]')].every((e) => e.matches("
+                         "'figure td > a[tabindex=\"0\"]') && e.closest('figure').querySelector('.said'))")
     how = page.locator("figure.weights .how").first
     assert how.is_visible() and how.inner_text().startswith("How to read it: row <EOS>, column ")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,13 @@
 The page shows what ``python -m mha_lists`` prints -- embeddings, each head's Q, K,
 V, scores, softmax weights (as heatmaps), head outputs, the concatenation, W_O and
 the output -- built from the CLI's own ``trace_items`` and ``format_number``, so
-its numbers are the CLI's by construction. ``build_site`` writes:
+its numbers are the CLI's by construction. Besides, folded in ``<details>``: the token and
+position tables X is made of, and each head's W_Q, W_K and W_V. Every score, weight and
+head-output entry explains itself: its cell's ``title`` (shown on hover, what a screen reader
+reads for the focused number) and, when pointed at or focused, the line under its table say how it
+was made, in the words of ``display.explained_scores``, ``explained_weights`` and
+``explained_outputs`` (``explanations``), so the page says what ``.explain(i, j)`` says.
+``build_site`` writes:
 
     OUTDIR/index.html       the page, pre-rendered for the default example (reads without JavaScript)
     OUTDIR/style.css        projector-sized and printable
@@ -41,7 +47,9 @@ from urllib.parse import parse_qsl, urlencode
 
 from .cli import OneLineErrorParser, Table, trace_items
 from ..core.checks import check_type, check_int, quote_int, shorten
-from ..teaching.display import attention_heatmap, format_number
+from ..core.attention import attention_trace
+from ..teaching.display import (MAX_EXPLAINED_COLUMNS, POINT_NOTE, attention_heatmap, explained_outputs,
+                                explained_scores, explained_weights, format_number)
 from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, TRAINED_SENTENCE, VOCAB, running_example
 from ..core.matrix import Matrix
 from ..core.softmax_and_masks import causal_mask
@@ -313,9 +321,13 @@ def _explanation(step: int, settings: Settings) -> str:
     return texts[step]
 
 
-def _table_html(table: Table, digits: int, table_id: str) -> str:
+def _table_html(table: Table, digits: int, table_id: str, said: Optional[Matrix] = None) -> str:
     """One matrix: its title (a figcaption), then the table in a box that scrolls sideways when it is wider
-    than the screen (its row labels stay in view, and a cue under it says so), then how to read it."""
+    than the screen (its row labels stay in view, and a cue under it says so), then how to read it.
+
+    With ``said`` (one text per entry, ``explanations``), each entry is a focusable ``<a>`` whose title
+    says how it was made, and a line under the table shows the text of the entry pointed at or focused
+    (page.js fills it; before that it says how to use it)."""
     n, m = len(table.matrix), len(table.matrix[0])
     out = [f'<figure class="matrix {table.kind}">',
            f'<figcaption id="{table_id}">{html.escape(table.title)} <span class="shape">({n}x{m})</span></figcaption>',
@@ -323,12 +335,14 @@ def _table_html(table: Table, digits: int, table_id: str) -> str:
            f'<table aria-labelledby="{table_id}">',
            "<thead><tr><th></th>" + "".join(f'<th scope="col">{html.escape(c)}</th>' for c in table.col_labels)
            + "</tr></thead><tbody>"]
-    for label, row in zip(table.row_labels, table.matrix):
+    for i, (label, row) in enumerate(zip(table.row_labels, table.matrix)):
         cells = []
-        for key, x in zip(table.col_labels, row):
-            text = format_number(x, digits)
-            if text == "-inf":
-                cells.append('<td class="masked">-inf</td>')
+        for j, x in enumerate(row):
+            shown = format_number(x, digits)
+            text = shown if said is None else \
+                f'<a tabindex="0" title="{html.escape(said[i][j], quote=True)}">{shown}</a>'
+            if shown == "-inf":
+                cells.append(f'<td class="masked">{text}</td>')
             elif table.kind == "weights":
                 dark = " dark" if x > 0.55 else ""
                 cells.append(f'<td class="w{dark}" style="--w:{x:.3f}">{text}</td>')
@@ -338,10 +352,71 @@ def _table_html(table: Table, digits: int, table_id: str) -> str:
     out.append("</tbody></table></div>")
     out.append(f'<p class="scroll-cue">Wider than the screen: scroll sideways in the box to see all {m} columns '
                "&#x21c6;</p>")
+    if said is not None:
+        out.append(f'<p class="said">{html.escape(POINT_NOTE[0].upper() + POINT_NOTE[1:])}.</p>')
     if table.kind == "weights":
         out.append(f'<p class="how">{_how_to_read(table, digits)}</p>')
     out.append("</figure>")
     return "".join(out)
+
+
+def explanations(settings: Settings) -> dict[str, Matrix]:
+    """How each score, weight and head-output entry of the page was made, by its table's title.
+
+    ``{"scores, head 0": [[text, ...], ...], "weights, head 0": ..., "output, head 0": ..., ...}``: the
+    text of ``display.explained_scores``, ``explained_weights`` and ``explained_outputs`` on this
+    example's Q, K, scores, weights and V, the same arithmetic as the trace, so each text ends in the
+    number the page shows. A head output wider than display explains (``MAX_EXPLAINED_COLUMNS``
+    columns, d_model 64 with one head) has none.
+
+    >>> said = explanations(Settings())
+    >>> print(said["weights, head 1"][0][0].splitlines()[0])
+    weight[0][0], <BOS> → <BOS> = e^(s - max) / total
+    """
+    check_settings("explanations", "settings", settings)
+    if settings.trained:
+        raise ValueError("explanations: settings.trained is True; trained mode shows attention weights only, "
+                         "as heatmaps")
+    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
+                         seed=settings.seed)
+    mask = causal_mask(len(ex.x)) if settings.causal else None
+    trace = attention_trace(ex.x, ex.weights, mask=mask)
+    said = {}
+    for h in range(settings.heads):
+        said[f"scores, head {h}"] = explained_scores(trace.Q[h], trace.K[h], ex.tokens, mask=mask).explanations
+        said[f"weights, head {h}"] = explained_weights(trace.scores[h], ex.tokens, mask=mask).explanations
+        if len(trace.V[h][0]) <= MAX_EXPLAINED_COLUMNS:
+            said[f"output, head {h}"] = explained_outputs(trace.attention[h], trace.V[h], ex.tokens).explanations
+    return said
+
+
+def _parameters_html(summary: str, tables: list[Table], digits: int, table_id: str) -> str:
+    """Tables of weights the trace is made from, folded under a summary line: open it to see them."""
+    figures = [_table_html(table, digits, f"{table_id}-{n}") for n, table in enumerate(tables)]
+    return (f'<details class="params"><summary>{html.escape(summary)}</summary>'
+            f'<div class="tables">{"".join(figures)}</div></details>')
+
+
+def _embedding_tables(ex, digits: int) -> str:
+    """The token table (a row per word of the vocabulary) and the position table X's rows add up."""
+    d_model = len(ex.x[0])
+    dims = [f"d{j}" for j in range(d_model)]
+    token = Table("token table", ex.token_embeddings, list(ex.vocab), dims, kind="param")
+    position = Table("position table", ex.position_embeddings,
+                     [f"pos {i}" for i in range(len(ex.position_embeddings))], dims, kind="param")
+    summary = (f"The tables X is made from: token ({len(ex.token_embeddings)}x{d_model}), a row per word, and "
+               f"position ({len(ex.position_embeddings)}x{d_model}), a row per place")
+    return _parameters_html(summary, [token, position], digits, "embeddings")
+
+
+def _head_weights(ex, head: int, digits: int) -> str:
+    """One head's W_Q, W_K and W_V, each (d_model, d_k): what step 2 multiplies X by."""
+    d_model, d_k = len(ex.x[0]), len(ex.weights.W_Q[head][0])
+    dims, kdims = [f"d{j}" for j in range(d_model)], [f"d{j}" for j in range(d_k)]
+    tables = [Table(f"{name}, head {head}", getattr(ex.weights, name)[head], dims, kdims, kind="param")
+              for name in ("W_Q", "W_K", "W_V")]
+    summary = f"Head {head}'s weights: W_Q, W_K and W_V, each ({d_model}x{d_k})"
+    return _parameters_html(summary, tables, digits, f"weights-{head}")
 
 
 def _how_to_read(table: Table, digits: int) -> str:
@@ -374,11 +449,15 @@ def walkthrough_html(settings: Settings) -> str:
     if settings.trained:
         return trained_html(settings.sentence)
     items: list[Union[str, Table]] = trace_items(settings)
+    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
+                         seed=settings.seed)
+    said = explanations(settings)
     header: list[str] = []
     body: list[str] = []
     open_tables = False
     in_section = False
     tables = 0
+    head = 0
 
     def close_tables() -> None:
         nonlocal open_tables
@@ -392,7 +471,10 @@ def walkthrough_html(settings: Settings) -> str:
                 body.append('<div class="tables">')
                 open_tables = True
             tables += 1
-            body.append(_table_html(item, settings.digits, f"table-{tables}"))
+            body.append(_table_html(item, settings.digits, f"table-{tables}", said.get(item.title)))
+            if item.title == "X":
+                close_tables()
+                body.append(_embedding_tables(ex, settings.digits))
             continue
         line = item.strip()
         if not line:
@@ -403,6 +485,8 @@ def walkthrough_html(settings: Settings) -> str:
                 body.append("</section>")
             title = line.strip("= ")
             step = _step_number(title)
+            if title.startswith("Head "):
+                head = int(title.split()[1])
             anchor = f"step-{step}" if step else title.lower().replace(" ", "-")
             body.append(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>')
             if step:
@@ -412,6 +496,8 @@ def walkthrough_html(settings: Settings) -> str:
             close_tables()
             body.append(f"<h3>{html.escape(line)}</h3>")
             body.append(f'<p class="explain">{_explanation(_step_number(line), settings)}</p>')
+            if _step_number(line) == 2:
+                body.append(_head_weights(ex, head, settings.digits))
         elif not in_section:
             header.append(line)
         else:
@@ -421,8 +507,6 @@ def walkthrough_html(settings: Settings) -> str:
     if in_section:
         body.append("</section>")
     summary = "".join(f"<li>{html.escape(line)}</li>" for line in header[1:])  # header[0] is the CLI's title
-    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
-                         seed=settings.seed)
     mask = causal_mask(len(ex.x)) if settings.causal else None
     picture = (f'<div class="pipeline">{pipeline(ex, mask=mask).svg}<p class="explain">The whole layer with '
                "this example's shapes; each head's weights drawn as a grid (darker = more weight).</p></div>")

@@ -146,6 +146,18 @@ function markScrolling() {
   }
 }
 
+// A score, weight or head-output entry explains itself (site.explanations): its title shows on hover, and
+// the line under its table shows the same text while it is pointed at, focused (Tab) or tapped.
+function explainEntry(event) {
+  const entry = event.target.closest ? event.target.closest("figure a[title]") : null;
+  const said = entry && entry.closest("figure").querySelector(".said");
+  if (!said) return;
+  const before = walkthrough.querySelector("a.pointed");
+  if (before) before.classList.remove("pointed");
+  entry.classList.add("pointed");
+  said.textContent = entry.title;
+}
+
 // Before Python is ready: the numbers on screen are the default example's, until this one is computed.
 function waitForPython(query) {
   walkthrough.classList.toggle("stale", Boolean(query));
@@ -287,6 +299,9 @@ function listenFromTheStart() {
   }
   window.addEventListener("popstate", restore);
   window.addEventListener("resize", markScrolling);
+  walkthrough.addEventListener("focusin", explainEntry);
+  walkthrough.addEventListener("mouseover", explainEntry);
+  walkthrough.addEventListener("toggle", markScrolling, true);  // a table folded in <details> is measured when opened
 }
 
 async function start() {
