@@ -38,9 +38,10 @@ LINES = [
     r"in-context: loss on first copy \d+\.\d\d, second copy \d+\.\d\d",
     r"validation loss per character \d+\.\d\d \(unigram 2\.90, bigram 2\.25\)",
     *[rf"K-composition L0H{g} -> L1H{h}: 0\.\d\d" for g in range(TINY.heads[0]) for h in range(TINY.heads[1])],
-    r"previous-token head L0H\d, induction head L1H\d, top K-composition pair L0H\d -> L1H\d",
+    r"previous-token heads (none|L0H\d( L0H\d)*), induction heads (none|L1H\d( L1H\d)*), "
+    r"top K-composition pair L0H\d -> L1H\d",
     r"succeeded: (True|False) \(previous-token >= 0\.5, induction >= 0\.3, second copy <= 0\.85 x first: \d\.\d\d, "
-    r"top K-composition pair = those heads: (True|False)\)",
+    r"top K-composition pair = such heads: (True|False)\)",
 ]
 
 
@@ -98,3 +99,19 @@ def test_a_file_that_is_not_a_run_is_named_in_one_line(tmp_path):
 def test_progress_printer_checks_its_stream():
     with pytest.raises(TypeError, match="progress_printer: stream must be a text stream"):
         command.progress_printer(None, TINY)
+
+
+def test_any_head_over_a_threshold_has_the_job_and_the_top_pair_must_join_two_of_them():
+    from mha_lists.teaching.circuits import Composition
+    from mha_lists.teaching.reading import HeadScore
+    scores = [HeadScore(0, 0, 0.11, 0.24), HeadScore(0, 1, 0.85, 0.0), HeadScore(0, 2, 0.69, 0.01),
+              HeadScore(1, 0, 0.16, 0.25), HeadScore(1, 1, 0.12, 0.41)]  # seed 8's: two previous-token heads
+    pairs = [Composition((0, g), (1, h), s) for (g, h), s in {(0, 0): 0.17, (0, 1): 0.16, (1, 0): 0.24, (1, 1): 0.30,
+                                                             (2, 0): 0.24, (2, 1): 0.31}.items()]
+    previous, induction, top, same = command.heads_found(scores, pairs)
+    assert [(s.layer, s.head) for s in previous] == [(0, 1), (0, 2)] and [(s.head) for s in induction] == [1]
+    assert (top.earlier, top.later, same) == ((0, 2), (1, 1), True)  # the second previous-token head: still one
+    weaker = [s._replace(previous_token=0.49) if s.head == 2 and s.layer == 0 else s for s in scores]
+    assert command.heads_found(weaker, pairs)[3] is False  # under 0.5, L0H2 has no job: the pair joins none
+    no_induction = [s._replace(induction=0.29) if s.layer == 1 else s for s in scores]
+    assert command.heads_found(no_induction, pairs)[1:] == ([], pairs[5], False)

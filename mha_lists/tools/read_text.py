@@ -31,10 +31,10 @@ import time
 from typing import Optional, TextIO
 
 from ..core.checks import shorten
-from ..teaching.circuits import k_composition
+from ..teaching.circuits import Composition, k_composition
 from ..teaching.model import Model
-from ..teaching.reading import (HELD_OUT, LIMITS, History, Settings, baselines, check_settings, head_scores, in_context_loss,
-                                run_from_json, run_to_json, train, validation_loss)
+from ..teaching.reading import (HELD_OUT, LIMITS, HeadScore, History, Settings, baselines, check_settings, head_scores,
+                                in_context_loss, run_from_json, run_to_json, train, validation_loss)
 from .induction import (check_file_arguments, file_name, line_printer, read_file, read_saved, run_parser,
                         same_as_saved, write_saved)
 
@@ -54,6 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
                       Settings(), LIMITS["steps"])
 
 
+def heads_found(scores: list[HeadScore], pairs: list[Composition]) -> tuple[list, list, Composition, bool]:
+    """The previous-token heads (layer 0, score >= PREVIOUS_TOKEN), the induction heads (later layers,
+    >= INDUCTION), the top K-composition pair, and whether it joins one of each. Every head over a
+    threshold has that job: a run may have two previous-token heads, and the top pair may start from either."""
+    previous = [s for s in scores if s.layer == 0 and s.previous_token >= PREVIOUS_TOKEN]
+    induction = [s for s in scores if s.layer > 0 and s.induction >= INDUCTION]
+    top = max(pairs, key=lambda c: c.score)
+    same = top.earlier in [(s.layer, s.head) for s in previous] and top.later in [(s.layer, s.head) for s in induction]
+    return previous, induction, top, same
+
+
+def _names(heads: list) -> str:
+    return " ".join(f"L{s.layer}H{s.head}" for s in heads) or "none"
+
+
 def report_lines(model: Model) -> list[str]:
     """What the heads do, by attention and by weights, the losses, and whether the run succeeded."""
     scores = head_scores(model, HELD_OUT)
@@ -67,16 +82,12 @@ def report_lines(model: Model) -> list[str]:
     pairs = k_composition(model)
     lines += [f"K-composition L{c.earlier[0]}H{c.earlier[1]} -> L{c.later[0]}H{c.later[1]}: {c.score:.2f}"
               for c in pairs]
-    prev = max((s for s in scores if s.layer == 0), key=lambda s: s.previous_token)
-    ind = max((s for s in scores if s.layer > 0), key=lambda s: s.induction)
-    top = max(pairs, key=lambda c: c.score)
-    same = top.earlier == (prev.layer, prev.head) and top.later == (ind.layer, ind.head)
-    ok = (prev.previous_token >= PREVIOUS_TOKEN and ind.induction >= INDUCTION and second <= IN_CONTEXT * first
-          and same)
-    lines.append(f"previous-token head L{prev.layer}H{prev.head}, induction head L{ind.layer}H{ind.head}, "
+    previous, induction, top, same = heads_found(scores, pairs)
+    ok = bool(previous) and bool(induction) and second <= IN_CONTEXT * first and same
+    lines.append(f"previous-token heads {_names(previous)}, induction heads {_names(induction)}, "
                  f"top K-composition pair L{top.earlier[0]}H{top.earlier[1]} -> L{top.later[0]}H{top.later[1]}")
     lines.append(f"succeeded: {ok} (previous-token >= {PREVIOUS_TOKEN}, induction >= {INDUCTION}, second copy "
-                 f"<= {IN_CONTEXT} x first: {second / first:.2f}, top K-composition pair = those heads: {same})")
+                 f"<= {IN_CONTEXT} x first: {second / first:.2f}, top K-composition pair = such heads: {same})")
     return lines
 
 
