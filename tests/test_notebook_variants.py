@@ -188,3 +188,17 @@ def check_variant(path, settings):
         if ("False" not in old and "False" in new) or ("False" in old and old != new):
             flipped.append(f"cell {number}: {before.source[:120]!r}\n    now prints: {cell_texts(after)[:300]!r}")
     assert not flipped, f"{path.name} with {settings}: checks changed:\n" + "\n".join(flipped)
+
+
+@pytest.mark.slow
+def test_the_paper_notebooks_titles_follow_a_learners_edit():
+    """Notebook 00a names each head by what it reads most, computed from its weights: give head 1 head 0's
+    queries and keys, and head 1's titles say so (they used to keep saying "subject")."""
+    path = ROOT / "notebooks" / "00a_attention_on_paper.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and re.search(r"^ex = paper_example\(\)", c.source, re.M))
+    cell.source = re.sub(r"^(ex = paper_example\(\).*)$", r"\1\nex.weights.W_Q[1], ex.weights.W_K[1] = "
+                         r"ex.weights.W_Q[0], ex.weights.W_K[0]", cell.source, count=1, flags=re.M)
+    shown = "".join(cell_texts(c) for c in executed(nb, path).cells)
+    assert "head 1: I→I, like→I, transformers→like" in shown  # the heatmap's and the lines' titles
+    assert "head 1: I→I, like→I, transformers→I" not in shown
