@@ -206,8 +206,9 @@ class Heatmap:
         # Halves: halving is exact (short of subnormals), so the fractions are the same, and a range as
         # wide as float64's (1e308 - -1e308) stays finite.
         half_span = (self.vmax / 2 - self.vmin / 2) or 1.0
-        cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;"
-        head = "padding:4px 8px;font-family:monospace;"
+        # nowrap: a narrow screen scrolls the table rather than split a minus sign from its number
+        cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;white-space:nowrap;"
+        head = "padding:4px 8px;font-family:monospace;white-space:nowrap;"
         out = ['<table style="border-collapse:collapse;margin:4px 0;">']
         if self.title is not None or self.note is not None:
             title = "" if self.title is None else f"{html.escape(self.title)} ({self.n}x{self.m})"
