@@ -253,16 +253,10 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
     """
     func = "attention_heatmap"
     n, m = check_shown(func, "weights", weights)
-    if not isinstance(tokens, (list, tuple)):
-        raise TypeError(f"{func}: tokens must be a list of labels, one per query, got {shorten(tokens)}")
-    check_labels(func, "tokens", tokens, n, f"weights has {n} rows")
-    check_labels(func, "key_tokens", key_tokens, m, f"weights has {m} columns")
-    if key_tokens is None and n != m:
-        raise ShapeError(f"{func}: weights has {m} columns but {n} tokens were given; give key_tokens, one per column")
+    keys = check_tokens(func, tokens, key_tokens, "weights", f"weights has {m} columns", n, m, one_per="column")
     check_digits(func, digits)
     if title is not None:
         check_type(func, "title", title, str, "a str")
-    keys = tokens if key_tokens is None else key_tokens
     return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
                    note="rows = queries (who looks), columns = keys (what is looked at)")
 
@@ -432,15 +426,16 @@ def _finite_sum(func: str, name: str, products: list[float], c: float) -> float:
     return total
 
 
-def check_tokens(func: str, tokens: object, key_tokens: object, queries: str, keys: str, T: int, T_k: int) -> list:
-    """Labels of the T queries (tokens: ``queries`` has T rows) and of the T_k keys (key_tokens, default tokens:
-    ``keys`` names where the T_k keys are); return the key labels."""
+def check_tokens(func: str, tokens: object, key_tokens: object, queries: str, keys: str, T: int, T_k: int,
+                 one_per: str = "key") -> list:
+    """Labels of the T queries (tokens: ``queries`` has T rows) and of the T_k keys (key_tokens, default tokens;
+    ``keys`` says where the T_k keys are, count included: "K's rows are 5"); return the key labels."""
     if not isinstance(tokens, (list, tuple)):
         raise TypeError(f"{func}: tokens must be a list of labels, one per query, got {shorten(tokens)}")
     check_labels(func, "tokens", tokens, T, f"{queries} has {T} rows")
-    check_labels(func, "key_tokens", key_tokens, T_k, f"{keys} {T_k}")
+    check_labels(func, "key_tokens", key_tokens, T_k, keys)
     if key_tokens is None and T != T_k:
-        raise ShapeError(f"{func}: {keys} {T_k} but {T} tokens were given; give key_tokens, one per key")
+        raise ShapeError(f"{func}: {keys} but {T} tokens were given; give key_tokens, one per {one_per}")
     return list(tokens if key_tokens is None else key_tokens)
 
 
@@ -477,7 +472,7 @@ def explained_scores(Q: Matrix, K: Matrix, tokens: Sequence[str], key_tokens: Op
     n = check_sizes(func, ("Q", Q, "T d_k"), ("K", K, "T_k d_k"))
     check_explained_sizes(func, n, (("Q", "T", MAX_EXPLAINED_TOKENS), ("K", "T_k", MAX_EXPLAINED_TOKENS),
                                     ("Q", "d_k", MAX_EXPLAINED_WIDTH)))
-    keys = check_tokens(func, tokens, key_tokens, "Q", "K's rows are", n["T"], n["T_k"])
+    keys = check_tokens(func, tokens, key_tokens, "Q", f"K's rows are {n['T_k']}", n["T"], n["T_k"])
     if mask is not None:
         check_mask(func, "mask", mask, (n["T"], n["T_k"]))
     c = 1 / math.sqrt(n["d_k"]) if scale is None else check_number(func, "scale", scale, positive=True)
@@ -525,7 +520,7 @@ def explained_weights(scores: Matrix, tokens: Sequence[str], key_tokens: Optiona
     T, T_k = check_scores(func, "scores", scores)
     check_explained_sizes(func, {"T": T, "T_k": T_k}, (("scores", "T", MAX_EXPLAINED_TOKENS),
                                                       ("scores", "T_k", MAX_EXPLAINED_TOKENS)))
-    keys = check_tokens(func, tokens, key_tokens, "scores", "scores' columns are", T, T_k)
+    keys = check_tokens(func, tokens, key_tokens, "scores", f"scores' columns are {T_k}", T, T_k)
     if mask is not None:
         check_mask(func, "mask", mask, (T, T_k))
     check_view(func, digits, title)
@@ -568,7 +563,7 @@ def explained_outputs(A: Matrix, V: Matrix, tokens: Sequence[str], key_tokens: O
     n = check_sizes(func, ("A", A, "T T_k"), ("V", V, "T_k d_v"))
     check_explained_sizes(func, n, (("A", "T", MAX_EXPLAINED_TOKENS), ("A", "T_k", MAX_EXPLAINED_WIDTH),
                                     ("V", "d_v", MAX_EXPLAINED_COLUMNS)))
-    keys = check_tokens(func, tokens, key_tokens, "A", "A's columns are", n["T"], n["T_k"])
+    keys = check_tokens(func, tokens, key_tokens, "A", f"A's columns are {n['T_k']}", n["T"], n["T_k"])
     check_view(func, digits, title)
     columns = [f"d{c}" for c in range(n["d_v"])]
     outputs, texts = [], []

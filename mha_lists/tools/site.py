@@ -50,7 +50,7 @@ from ..core.checks import check_type, check_int, quote_int, shorten
 from ..core.attention import attention_trace
 from ..teaching.display import (MAX_EXPLAINED_COLUMNS, POINT_NOTE, attention_heatmap, explained_outputs,
                                 explained_scores, explained_weights, format_number)
-from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, TRAINED_SENTENCE, VOCAB, running_example
+from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, TRAINED_SENTENCE, VOCAB, Example, running_example
 from ..core.matrix import Matrix
 from ..core.softmax_and_masks import causal_mask
 from ..teaching.model import Sizes, check_model
@@ -377,12 +377,21 @@ def explanations(settings: Settings) -> dict[str, Matrix]:
     if settings.trained:
         raise ValueError("explanations: settings.trained is True; trained mode shows attention weights only, "
                          "as heatmaps")
-    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
-                         seed=settings.seed)
-    mask = causal_mask(len(ex.x)) if settings.causal else None
+    return _explanations(_example(settings), settings.causal)
+
+
+def _example(settings: Settings) -> Example:
+    """The running example of the page's (random-weight) settings."""
+    return running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
+                           seed=settings.seed)
+
+
+def _explanations(ex: Example, causal: bool) -> dict[str, Matrix]:
+    """``explanations`` of an example already built (walkthrough_html builds it once for everything)."""
+    mask = causal_mask(len(ex.x)) if causal else None
     trace = attention_trace(ex.x, ex.weights, mask=mask)
     said = {}
-    for h in range(settings.heads):
+    for h in range(len(ex.weights.W_Q)):
         said[f"scores, head {h}"] = explained_scores(trace.Q[h], trace.K[h], ex.tokens, mask=mask).explanations
         said[f"weights, head {h}"] = explained_weights(trace.scores[h], ex.tokens, mask=mask).explanations
         if len(trace.V[h][0]) <= MAX_EXPLAINED_COLUMNS:
@@ -449,9 +458,8 @@ def walkthrough_html(settings: Settings) -> str:
     if settings.trained:
         return trained_html(settings.sentence)
     items: list[Union[str, Table]] = trace_items(settings)
-    ex = running_example(sentence=settings.sentence, d_model=settings.d_model, num_heads=settings.heads,
-                         seed=settings.seed)
-    said = explanations(settings)
+    ex = _example(settings)
+    said = _explanations(ex, settings.causal)
     header: list[str] = []
     body: list[str] = []
     open_tables = False
