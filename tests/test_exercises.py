@@ -7,8 +7,10 @@ notebook in a fresh Python without a Jupyter kernel, about half a second each.
 """
 
 import argparse
+import contextlib
 import copy
 import csv
+import io
 import json
 import math
 import os
@@ -23,9 +25,9 @@ import pytest
 from bad_inputs import assert_no_mutation, refused
 
 from mha_lists import attention_trace, running_example, softmax
-from mha_lists.tools.exercises import (CODE_STUB, MAX_NESTING, MAX_NOTEBOOK_BYTES, CheckFailed, NotebookError,
-                                       check_close, read_notebook, score, student_copy, tampering,
-                                       write_student_copies)
+from mha_lists.tools.exercises import (CODE_STUB, MAX_NESTING, MAX_NOTEBOOK_BYTES, SELF_CHECKS, CheckFailed,
+                                       NotebookError, check_close, read_notebook, score, self_check, self_checks,
+                                       student_copy, tampering, write_self_checks, write_student_copies)
 from mha_lists.tools import exercises as exercises_module
 from mha_lists.tools.exercises import _Cell, _clear_hidden, _run
 
@@ -366,7 +368,12 @@ def test_exercise_notebook_is_stored_executed_and_clean(path):
     markdown = [source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
     assert markdown[0].startswith("# ") and any("Try this" in m for m in markdown[-3:])
     total = sum(nbgrader(chk)["points"] for _, chk in exercise_pairs(nb))
-    assert markdown[-1].endswith(f"This notebook is worth {total} points.")
+    assert markdown[-2].endswith(f"This notebook is worth {total} points.")
+    # It ends with the self-check, and how to hand the notebook in: full points on the teacher's solutions.
+    assert markdown[-1].startswith("## Check your work, then hand it in") and "File > Download" in markdown[-1]
+    assert source(code[-1]) == f'from mha_lists.tools.exercises import self_check\n\nresult = self_check("{path.stem}", globals())'
+    printed = "".join("".join(o.get("text", "")) for o in code[-1]["outputs"])
+    assert f"Total: {total} of {total} points on these checks" in printed and path.name in printed
 
 
 # === Student copies ===
@@ -378,7 +385,7 @@ def test_student_copy_removes_solutions_and_hidden_checks(path):
     copy = student_copy(nb)
     assert nb == load(path), "the solution notebook is not changed"
     text = json.dumps(copy)
-    assert "SOLUTION" not in text and "HIDDEN" not in text and "_check(" not in text
+    assert "SOLUTION" not in text and "HIDDEN" not in text and not re.search(r"(?<!self)_check\(", text)
     for seed in re.findall(r"random\.Random\((\d+)\)|seed=(\d+)\)\n_trace", json.dumps(nb)):
         assert "".join(seed) not in text, "a hidden seed is not in the student copy"
     for (sol, chk), (new_sol, new_chk) in zip(exercise_pairs(nb), exercise_pairs(copy)):
@@ -850,6 +857,13 @@ def test_a_notebook_that_hangs_or_exits_scores_what_ran_before():
     (lambda: write_student_copies(ROOT / "no-such-folder", ROOT / "x"), NotebookError, "write_student_copies: source"),
     (lambda: write_student_copies(ROOT / "notebooks" / "exercises", 3), TypeError, "write_student_copies: out "),
     (lambda: write_student_copies(None, "x"), TypeError, "write_student_copies: source "),
+    (lambda: self_check(4, {}), TypeError, "self_check: exercise "),
+    (lambda: self_check("99_no_such_exercise", {}), ValueError, "self_check: exercise is '99_no_such_exercise'; "
+                                                                 "it must be one of 00a_attention_on_paper, "),
+    (lambda: self_check("04_softmax_and_masks", [("my_softmax", softmax)]), TypeError, "self_check: namespace "),
+    (lambda: self_checks(ROOT / "no-such-folder"), NotebookError, "self_checks: source "),
+    (lambda: self_checks(ROOT / "tests"), NotebookError, "self_checks: no exercise notebook"),
+    (lambda: write_self_checks(ROOT / "notebooks" / "exercises", 3), TypeError, "write_self_checks: out "),
 ])
 def test_public_functions_check_their_arguments(call, error, start):
     named = refused(start.split(":")[0], call, error)
@@ -963,6 +977,74 @@ def test_a_check_close_patched_in_the_notebooks_process_does_not_reach_the_check
 def run(*args, timeout=None):
     return subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", *args], cwd=ROOT,
                           capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+
+
+# === The self-check: every visible check again in the student's notebook, a total, what to hand in ===
+
+
+def test_the_package_holds_the_self_checks_of_the_exercise_notebooks_as_they_are(tmp_path):
+    shipped = json.loads(SELF_CHECKS.read_text(encoding="utf-8"))
+    assert shipped == self_checks(ROOT / "notebooks" / "exercises"), \
+        "an exercise notebook changed: run python -m mha_lists.tools.exercises self-checks"
+    assert list(shipped) == [p.stem for p in EXERCISES]
+    text = json.dumps(shipped)  # what every student's kernel holds: no solution, no hidden test
+    assert "SOLUTION" not in text and "HIDDEN" not in text and "hidden_seed" not in text and "without(" not in text
+    result = run("self-checks", "--out", str(tmp_path / "checks.json"))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads((tmp_path / "checks.json").read_text(encoding="utf-8")) == shipped
+
+
+def answers_of(nb: dict) -> dict:
+    """The namespace a student's kernel holds after running every cell but the checks and the self-check."""
+    namespace = {"__name__": "__main__"}
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and not (nbgrader(cell) or {}).get("grade") and "self_check(" not in source(cell):
+            with contextlib.suppress(NotImplementedError), contextlib.redirect_stdout(io.StringIO()):
+                exec(source(cell), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
+def test_the_self_check_gives_the_solutions_every_point_and_the_student_copy_none(path, capsys):
+    teacher = load(path)
+    points = [nbgrader(chk)["points"] for _, chk in exercise_pairs(teacher)]
+    full = self_check(path.stem, answers_of(teacher))
+    assert (full.earned, full.possible) == (sum(points), sum(points))
+    assert [(p, why) for _, p, why in full.tasks] == [(p, "") for p in points]
+    empty = self_check(path.stem, answers_of(student_copy(teacher)))
+    assert (empty.earned, empty.possible) == (0, sum(points))
+    assert {why for *_, why in empty.tasks} == {"not written yet: your function still raises NotImplementedError"}
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-2:] == [f"Total: 0 of {sum(points)} points on these checks; grading runs them again, with "
+                            "hidden ones on other inputs.",
+                            f"To hand in: save (Ctrl+S), then hand in this notebook's file, {path.name} (in "
+                            "JupyterLite: File > Download; the name the browser gives it is fine)."]
+
+
+def test_the_self_check_says_why_each_task_earned_nothing(capsys):
+    answers = answers_of(load(ROOT / "notebooks" / "exercises" / "04_softmax_and_masks.ipynb"))
+    answers["my_softmax"] = lambda row: [math.exp(s) for s in row]  # forgets to divide by the total
+    del answers["causal_weights"]  # its cell not run yet
+    result = self_check("04_softmax_and_masks", answers)
+    (_, _, wrong), (_, _, missing) = result.tasks
+    assert wrong.startswith("my_softmax([1.0, 2.0, 3.0])[0] is off by ") and "the tolerance is 1e-09" in wrong
+    assert missing == "causal_weights is not defined: run the cell that defines it, then this one again"
+    answers["my_softmax"] = lambda row: row.sort()  # an answer that raises: its error's first line
+    answers["causal_weights"] = lambda scores: [[1 / 0]]
+    result = self_check("04_softmax_and_masks", answers)
+    assert [why for *_, why in result.tasks] == ["my_softmax([1.0, 2.0, 3.0]) should be a list of 3 numbers, but "
+                                                 "it is NoneType", "ZeroDivisionError: division by zero"]
+    printed = capsys.readouterr().out
+    assert "  Exercise 1 — your own softmax: 0 of 2 points; my_softmax([1.0, 2.0, 3.0])[0] is off by" in printed
+
+
+def test_the_self_check_reads_the_namespace_and_checks_the_handed_out_example():
+    answers = answers_of(load(ROOT / "notebooks" / "exercises" / "04_softmax_and_masks.ipynb"))
+    answers["x"], answers["trace"] = [[0.0]], None  # the learner's edits to the example: the checks keep theirs
+    before = dict(answers)
+    result = self_check("04_softmax_and_masks", answers)
+    assert result.earned == result.possible == 4
+    assert answers == before and all(answers[k] is before[k] for k in before)
 
 
 def test_student_copies_command_writes_one_copy_per_notebook(tmp_path):

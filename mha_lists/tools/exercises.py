@@ -10,6 +10,7 @@ returns a copied expected value passes the visible check and fails the hidden on
 
     python -m mha_lists.tools.exercises student-copies student-copies/   # what students get
     python -m mha_lists.tools.exercises score alice/*.ipynb               # points per notebook
+    python -m mha_lists.tools.exercises self-checks                       # after editing an exercise
 
 ``student-copies`` writes what nbgrader's ``generate_assignment`` hands out: every solution
 region replaced by ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` (indented like the
@@ -99,6 +100,11 @@ without(*names)                        a block in which the library's functions 
                                        a hidden test that an answer is the student's own
 tampering(nb, teacher)                 {grade_id: reason} for every check cell that is not as
                                        handed out (no code is run)
+self_check(exercise, namespace)        in the student's notebook (JupyterLite too): every task's
+                                       visible check again, a line per task, the total, and
+                                       what to hand in; SelfCheck(earned, possible, tasks)
+self_checks(source)                    what self_check runs, from the student copies (the
+                                       package holds it: ``self-checks`` writes it)
 score(nb, teacher, timeout, term,      Score(earned, possible, failed): runs the notebook;
       source)                          ``failed`` maps grade_id to the reason for 0 points
 =====================================  =======================================================
@@ -135,6 +141,7 @@ import csv
 import hashlib
 import hmac
 import importlib
+import io
 import json
 import math
 import os
@@ -1432,6 +1439,151 @@ def score(nb: dict, teacher: dict, *, timeout: float = 60, term: Optional[str] =
     return Score(earned, possible, failed)
 
 
+# === A student's own check, in the notebook: every task's visible check again, and a total ===
+#
+# A kernel in JupyterLite cannot read the notebook it runs (without a service worker it sees no
+# files beside it), so what self_check runs ships inside the package: each exercise's student copy,
+# cut down to its code cells up to the last check (SELF_CHECKS, written by ``self-checks``).
+
+SELF_CHECKS = pathlib.Path(__file__).resolve().parents[1] / "data" / "self_checks.json"
+
+
+def _heading(source: str) -> str:
+    """A markdown cell's first heading, without a trailing "(2 points)": "Exercise 1 — your own softmax"."""
+    for line in source.split("\n"):
+        if line.startswith("#"):
+            return re.sub(r"\s*\(\d+ points?\)\s*$", "", line.lstrip("#").strip())
+    return ""
+
+
+def self_checks(source: pathlib.Path = EXERCISES) -> dict:
+    """What ``self_check`` runs, for every exercise notebook in ``source``, from its student copy (no solution,
+    no hidden test): {notebook name: {"title", "file", "cells": [...]}}, where each cell, in order up to the last
+    check, is {"setup": source}, {"answers": [names a solution cell defines]} or {"check": grade_id, "points",
+    "title" (the heading above it), "source" (its visible lines)}.
+
+    >>> checks = self_checks()["04_softmax_and_masks"]
+    >>> checks["title"], [(c["title"], c["points"]) for c in checks["cells"] if "check" in c]
+    ('Exercises · 04 Softmax and masks', [('Exercise 1 — your own softmax', 2), ("Exercise 2 — a head's weights under the causal mask", 2)])
+    """
+    source = check_path("self_checks", "source", source)
+    if not source.is_dir():
+        raise NotebookError(f"self_checks: source {_shown(source)} is not a folder")
+    found = {}
+    for path in sorted(source.glob("*.ipynb")):
+        nb = student_copy(read_notebook(path))
+        graded = [n for n, _ in _graded(nb)]
+        if not graded:
+            continue
+        cells, title, heading = [], "", ""
+        for cell in nb["cells"][:graded[-1] + 1]:
+            text, meta = _source(cell), _nbgrader(cell)
+            if cell["cell_type"] == "markdown":
+                heading = _heading(text) or heading
+                title = title or heading
+            elif cell["cell_type"] != "code":
+                continue
+            elif meta.get("grade") and isinstance(meta.get("grade_id"), str):
+                cells.append({"check": meta["grade_id"], "points": meta.get("points", 0), "title": heading,
+                              "source": text})
+            elif meta.get("solution"):
+                cells.append({"answers": _defined(text)})
+            else:
+                cells.append({"setup": text})
+        found[path.stem] = {"title": title, "file": path.name, "cells": cells}
+    if not found:
+        raise NotebookError(f"self_checks: no exercise notebook (one with graded cells) in {_shown(source)}")
+    return found
+
+
+def write_self_checks(source: pathlib.Path = EXERCISES, out: pathlib.Path = SELF_CHECKS) -> pathlib.Path:
+    """Write ``self_checks(source)`` as JSON to ``out`` (by default the package's, which a test compares with
+    the exercise notebooks: run this after changing one)."""
+    checks = self_checks(source)
+    out = check_path("write_self_checks", "out", out)
+    out.write_text(json.dumps(checks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+class SelfCheck(NamedTuple):
+    """What ``self_check`` found: points earned on the visible checks, points possible, and each task's
+    (title, points, reason it earned nothing, or "" when correct)."""
+
+    earned: float
+    possible: float
+    tasks: list
+
+
+def _self_reason(error: Exception, answers: list[str]) -> str:
+    """Why a task earned nothing, in a learner's words."""
+    if isinstance(error, NotImplementedError):
+        return "not written yet: your function still raises NotImplementedError"
+    if isinstance(error, NameError) and getattr(error, "name", None) in answers:
+        return f"{error.name} is not defined: run the cell that defines it, then this one again"
+    text = str(error).splitlines()[0] if str(error) else ""
+    if isinstance(error, CheckFailed):
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def self_check(exercise: str, namespace: dict) -> SelfCheck:
+    """Run every visible check of ``exercise`` (a notebook's name, "04_softmax_and_masks") on the answers in
+    ``namespace`` (pass ``globals()``), print one line per task, the total and how to hand the notebook in.
+
+    The checks run as handed out, on the notebook's own example (its setup cells as written), in a namespace
+    of their own: ``namespace`` is only read, and an edit to the example does not change what is checked.
+    A task whose function is missing or still raises NotImplementedError earns 0 points, with the reason.
+    This is the visible checks only: the teacher's grading runs them again and hidden tests too.
+
+    >>> answers = {}
+    >>> exec("import math\\ndef my_softmax(row):\\n    e = [math.exp(s - max(row)) for s in row]\\n"
+    ...      "    return [v / sum(e) for v in e]", answers)
+    >>> result = self_check("04_softmax_and_masks", answers)  # doctest: +ELLIPSIS
+    Exercises · 04 Softmax and masks: the checks, run again on your answers
+      Exercise 1 — your own softmax: 2 of 2 points; correct
+      Exercise 2 — a head's weights under the causal mask: 0 of 2 points; causal_weights is not defined: ...
+    Total: 2 of 4 points on these checks; ...
+    To hand in: save (Ctrl+S), then hand in this notebook's file, 04_softmax_and_masks.ipynb (in JupyterLite: ...
+    >>> result.earned, result.possible
+    (2, 4)
+    """
+    check_type("self_check", "exercise", exercise, str, "a str (a notebook's name, e.g. '04_softmax_and_masks')")
+    check_type("self_check", "namespace", namespace, dict, "a dict (pass globals())")
+    known = json.loads(SELF_CHECKS.read_text(encoding="utf-8"))
+    if exercise not in known:
+        raise ValueError(f"self_check: exercise is {shorten(exercise)}; it must be one of {', '.join(known)}")
+    spec = known[exercise]
+    own: dict = {"__name__": "__main__"}  # the checks' namespace: the handed-out setup, then your answers
+    answers: list[str] = []
+    tasks = []
+    for cell in spec["cells"]:
+        if "setup" in cell:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(cell["setup"], f"<{exercise}: setup>", "exec"), own)
+        elif "answers" in cell:
+            answers += cell["answers"]
+            own.update({name: namespace[name] for name in cell["answers"] if name in namespace})
+        else:
+            reason = ""
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(cell["source"], f"<{exercise}: {cell['check']}>", "exec"), own)
+            except Exception as error:  # the learner's answer: any error is a reason, never a crash
+                reason = _self_reason(error, answers)
+            tasks.append((cell["title"], cell["points"], reason))
+    earned = sum(points for _, points, reason in tasks if not reason)
+    possible = sum(points for _, points, _ in tasks)
+    print(f"{spec['title']}: the checks, run again on your answers")
+    for title, points, reason in tasks:
+        print(f"  {title}: {_points(points if not reason else 0)} of {_points(points)} "
+              f"point{'s' * (points != 1)}; {reason or 'correct'}")
+    print(f"Total: {_points(earned)} of {_points(possible)} points on these checks; grading runs them again, "
+          "with hidden ones on other inputs.")
+    print(f"To hand in: save (Ctrl+S), then hand in this notebook's file, {spec['file']} (in JupyterLite: "
+          "File > Download; the name the browser gives it is fine).")
+    return SelfCheck(earned, possible, tasks)
+
+
 # === Command line ===
 
 
@@ -1453,6 +1605,11 @@ def build_parser() -> argparse.ArgumentParser:
     copies.add_argument("outdir", type=pathlib.Path, help="folder to write into, e.g. student-copies/")
     copies.add_argument("--source", type=pathlib.Path, default=EXERCISES,
                         help="folder of the teacher's notebooks (default: notebooks/exercises)")
+    checks = sub.add_parser("self-checks", help="write what self_check runs (after changing an exercise notebook)")
+    checks.add_argument("--source", type=pathlib.Path, default=EXERCISES,
+                        help="folder of the teacher's notebooks (default: notebooks/exercises)")
+    checks.add_argument("--out", type=pathlib.Path, default=SELF_CHECKS,
+                        help="file to write (default: the package's, mha_lists/data/self_checks.json)")
     points = sub.add_parser("score", help="grade submitted notebooks (they are run again, hidden tests included)",
                             epilog="Exit code 0: every file graded; 2: some file could not be graded (one line each).")
     points.add_argument("notebooks", type=pathlib.Path, nargs="+",
@@ -1485,6 +1642,14 @@ def main(argv: Optional[list[str]] = None) -> int:
             parser.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
         for path in written:
             print(path)
+        return 0
+    if args.command == "self-checks":
+        try:
+            print(write_self_checks(args.source, args.out))
+        except OSError as e:
+            parser.error(f"cannot write {_shown(e.filename or args.out)}: {_why(e)}")
+        except ValueError as e:
+            parser.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
         return 0
     if not os.path.isdir(args.source):  # os.path's: False for a name too long, where pathlib's raises
         parser.error(f"--source {_shown(args.source)} is not a folder")
