@@ -2,12 +2,14 @@
 
 import copy
 import math
+import re
 
 import pytest
 
 from mha_lists import ShapeError, attention_heatmap, format_matrix
 from mha_lists.teaching import display
-from mha_lists.teaching.display import BarChart, Heatmap, bar_chart, format_number, heatmap, print_matrix, show
+from mha_lists.teaching.display import (WIDE_PX, BarChart, Heatmap, bar_chart, format_number, heatmap, print_matrix,
+                                        show)
 from bad_inputs import assert_no_mutation, assert_template, refused
 
 NAN, INF = math.nan, math.inf
@@ -82,13 +84,30 @@ def test_heatmap_html_and_text():
     w = [[1.0, 0.0], [0.25, 0.75]]
     hm = attention_heatmap(w, ["I", "like"], title="weights")
     html = hm._repr_html_()
-    assert html.startswith("<table") and "0.75" in html and "like" in html
+    assert html.startswith('<div style="overflow-x:auto;max-width:100%;">\n<table') and html.endswith("</table>\n</div>")
+    assert "0.75" in html and "like" in html
     assert "rgb(33,102,255)" in html  # the weight 1.0 gets the darkest colour
     assert repr(hm).startswith("rows = queries (who looks), columns = keys (what is looked at)\nweights (2x2)")
     assert "rows = queries" in html and "weights (2x2)" in html
     assert repr(heatmap(w, title="plain")).startswith("plain (2x2)")  # a plain heatmap has no note
     assert "&lt;BOS&gt;" in heatmap([[0.5]], row_labels=["<BOS>"], col_labels=["<BOS>"])._repr_html_()
     assert repr(attention_heatmap([[1.0, 0.0]], ["q"], ["a", "b"])).endswith("q  1.00  0.00")
+
+
+def test_a_wide_heatmap_scrolls_in_its_box_keeps_its_row_labels_and_says_so():
+    narrow = heatmap([[0.5] * 8] * 5, row_labels=list("abcde"), digits=4)  # 8 columns: about 700 px, no cue
+    wide = heatmap([[-0.5] * 16] * 5, row_labels=list("abcde"), digits=4)
+    assert narrow.width_px() < WIDE_PX < wide.width_px()
+    for hm in (narrow, wide):
+        html = hm._repr_html_()
+        row_labels = re.findall(r'<tr><th style="([^"]*)">', html)[1:]  # the header row's corner cell aside
+        assert len(row_labels) == 5 and all("position:sticky;left:0;" in style for style in row_labels)
+        assert all("white-space:nowrap" in style for style in re.findall(r'<td style="([^"]*)"', html))
+    assert "scroll" not in narrow._repr_html_().split("</table>")[1]
+    assert wide._repr_html_().endswith("16 columns: on a narrow screen, scroll the table sideways</div>")
+    # Wider labels or more digits make a wider table: the estimate follows what is drawn.
+    assert heatmap([[0.5] * 8] * 5, row_labels=["transformers"] * 5, digits=4).width_px() > narrow.width_px()
+    assert heatmap([[0.5] * 8] * 5, row_labels=list("abcde"), digits=2).width_px() < narrow.width_px()
 
 
 def test_bar_chart():

@@ -12,6 +12,8 @@ The site is built once; then
     imports mha_lists, runs the code of every notebook and compares what each cell printed
     with the stored output, and runs the exercise student copies;
   - on classroom.lan, notebook 00a in the notebook app, Run All, as a learner does it;
+  - an exercise's student copy in the notebook app as a student works it: Run All, an answer typed in,
+    its check, the self-check's total, saved, File > Download; score grades the downloaded file;
   - the same site pointed at the CDN instead (what it was before), or missing the module's
     wheel: the learner reads a message saying what failed.
 Needs the `lite` extra, node and `npm ci` to build, Debian's chromium and Playwright for the
@@ -95,14 +97,21 @@ for name in [m for m in sys.modules if m == "mha_lists" or m.startswith("mha_lis
 for path in EXERCISES:
     namespace = {"__name__": "__main__"}
     stopped = "ran to the end"
-    for cell in code_cells("exercises/", path):
+    *cells, last = code_cells("exercises/", path)
+    for cell in cells:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 exec("".join(cell["source"]), namespace)
         except Exception as error:
             stopped = type(error).__name__
             break
-    report["exercises"][path] = [stopped, getattr(sys.modules.get("mha_lists"), "__file__", None)]
+    checked = io.StringIO()  # then the last cell, the self-check, as a student runs it after a Run All that stopped
+    try:
+        with contextlib.redirect_stdout(checked):
+            exec("".join(last["source"]), namespace)
+    except Exception as error:
+        checked.write(f"{type(error).__name__}: {error}")
+    report["exercises"][path] = [stopped, getattr(sys.modules.get("mha_lists"), "__file__", None), checked.getvalue()]
 print("REPORT " + json.dumps(report))
 """
 
@@ -289,10 +298,17 @@ def test_offline_the_kernel_starts_and_runs_every_notebook(lite_site, tmp_path, 
     assert report["errors"] == []
     assert report["notebooks"] == notebooks and report["compared"] > 300
     assert report["mismatches"] == []
-    # Each student copy runs, with the module, until the first answer left to write.
+    # Each student copy runs, with the module, until the first answer left to write; its self-check gives
+    # every task 0 points, the total and the file to hand in.
     assert len(report["exercises"]) == len(exercises) >= 1
-    assert all(stopped == ["NotImplementedError", beside_exercises] for stopped in report["exercises"].values()), \
-        report["exercises"]
+    for name, (stopped, imported, checked) in report["exercises"].items():
+        assert (stopped, imported) == ("NotImplementedError", beside_exercises), (name, stopped, imported)
+        teacher = json.loads((ROOT / "notebooks" / "exercises" / name).read_text(encoding="utf-8"))
+        possible = sum(c["metadata"]["nbgrader"]["points"] for c in teacher["cells"]
+                       if c["metadata"].get("nbgrader", {}).get("grade"))
+        assert f"Total: 0 of {possible} points on these checks" in checked, checked
+        assert checked.endswith(f"hand in this notebook's file, {name} (in JupyterLite: File > Download; "
+                                "the name the browser gives it is fine).\n"), checked
     assert blocked == [], f"the kernel asked outside {host}: {blocked}"
     fetched = [urlsplit(r).path for r in requests]
     assert {"/static/pyodide/pyodide.asm.wasm", "/static/pyodide/micropip-0.11.1-py3-none-any.whl",
@@ -347,6 +363,11 @@ def stored_titles(notebook, cell: int) -> list[str]:
         output["data"]["text/html"]))]
 
 
+# Every table's box in the outputs: [its overflow-x, its first row label's position].
+BOXES = """() => [...document.querySelectorAll('.jp-OutputArea-output div > table')].map((t) => [
+    getComputedStyle(t.parentElement).overflowX, getComputedStyle(t.querySelector('tr:last-child > th')).position])"""
+
+
 def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(lite_site, tmp_path):
     """Notebook 03's explained scores (display.explained_scores): opened as stored, an untrusted output that
     JupyterLite's sanitiser cleans, every entry keeps its title, line for line (the build joins the stored
@@ -369,6 +390,7 @@ def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(l
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
         page.wait_for_function(f"({TITLES})().length > 0", timeout=120_000)
         as_opened = page.evaluate(TITLES)
+        boxes_as_opened = page.evaluate(BOXES)
         shown = page.locator(".jp-OutputArea-output").filter(has=page.locator("td a[title]")).first.inner_text()
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=120_000)
         page.get_by_role("menuitem", name="Edit").click()
@@ -381,6 +403,7 @@ def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(l
                                "\"application/vnd.jupyter.stderr\"]')", timeout=180_000)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_text_contents()
         when_run = page.evaluate(TITLES)
+        boxes_when_run = page.evaluate(BOXES)
         figure = page.locator(".jp-OutputArea-output td a[title]").first
         figure.focus()
         page.screenshot(path=str(tmp_path / "03.png"))
@@ -390,6 +413,10 @@ def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(l
     assert as_opened == [[title, "0"] for title in stored]  # the sanitiser kept every title, and the tabindex
     assert shown.startswith("scores, head 0 (5x5)\n"), shown[:80]  # nothing above the table's caption
     assert when_run == [[title, "0"] for title in expected]  # the kernel's: CPython's explanations, entry by entry
+    # Each matrix scrolls in a box of its own; its row labels stay in view in a cell's output the learner ran
+    # (JupyterLab trusts it), not in the stored one (the sanitiser allows position static, relative, absolute).
+    assert boxes_as_opened and {tuple(box) for box in boxes_as_opened} == {("auto", "static")}, boxes_as_opened
+    assert boxes_when_run and {tuple(box) for box in boxes_when_run} == {("auto", "sticky")}, boxes_when_run
     assert blocked == []
 
 
@@ -446,9 +473,15 @@ def test_when_the_module_cannot_be_installed_the_learner_reads_why(lite_site, tm
         assert context.blocked == []
 
 
-def test_a_student_copy_runs_in_the_notebook_app_with_the_module_beside_it(lite_site, tmp_path):
-    """As a learner does it: open an exercise in the notebook app, Run All; it stops at the first answer to write."""
+def test_a_student_copy_runs_checks_itself_and_is_handed_in_from_the_notebook_app(lite_site, tmp_path):
+    """As a learner does it: open an exercise in the notebook app, Run All (it stops at the first answer to
+    write); write the first answer and run its check; run the self-check at the end; save; File > Download.
+    The downloaded file is what is handed in, and score grades it."""
     (copy, *_) = sorted((lite_site / "files" / "exercises").glob("*.ipynb"))
+    teacher = json.loads((ROOT / "notebooks" / "exercises" / copy.name).read_text(encoding="utf-8"))
+    code = [c for c in teacher["cells"] if c["cell_type"] == "code"]
+    first = next(n for n, c in enumerate(code) if c["metadata"].get("nbgrader", {}).get("solution"))
+    points = [c["metadata"]["nbgrader"]["points"] for c in code if c["metadata"].get("nbgrader", {}).get("grade")]
     with serve_as_the_readme_does(lite_site) as port, chromium(tmp_path / "profile") as context:
         page = context.new_page()
         page.goto(f"http://127.0.0.1:{port}/notebooks/index.html?path=exercises/" + copy.name)
@@ -462,10 +495,38 @@ def test_a_student_copy_runs_in_the_notebook_app_with_the_module_beside_it(lite_
                                timeout=180_000)
         streams = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']").all_inner_texts()
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+        # The first answer, typed in (the teacher's, as one paste), then its check, then the self-check.
+        cells = page.locator(".jp-Notebook .jp-CodeCell")
+        cells.nth(first).locator(".cm-content").click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text("".join(code[first]["source"]))
+        page.keyboard.press("Shift+Enter")  # runs the answer; the check cell below is selected
+        page.keyboard.press("Shift+Enter")
+        cells.last.locator(".cm-content").click()
+        page.keyboard.press("Shift+Enter")
+        total = f"Total: {points[0]} of {sum(points)} points on these checks"
+        output = page.locator(".jp-OutputArea-output", has_text=total)
+        output.wait_for(timeout=60_000)
+        checked = output.inner_text()
+        page.keyboard.press("Control+s")
+        page.wait_for_function("!document.title.startsWith('*') && !document.querySelector('.jp-mod-dirty')",
+                               timeout=30_000)
+        page.get_by_role("menuitem", name="File").click()
+        with page.expect_download() as download:
+            page.get_by_text("Download", exact=True).click()
+        handed_in = tmp_path / download.value.suggested_filename
+        download.value.save_as(handed_in)
         page.screenshot(path=str(tmp_path / "exercise.png"))
         page.close()
         blocked = list(context.blocked)
     assert streams, "no cell printed anything"
-    assert len(errors) == 1 and "NotImplementedError" in errors[0], errors
-    assert "ModuleNotFoundError" not in errors[0] and "ImportError" not in errors[0]
+    assert errors and "NotImplementedError" in errors[0], errors
+    assert not any("ModuleNotFoundError" in e or "ImportError" in e for e in errors)
+    assert checked.splitlines()[1].endswith(f"{points[0]} of {points[0]} point{'s' * (points[0] != 1)}; correct")
+    assert f"hand in this notebook's file, {copy.name} (in JupyterLite: File > Download;" in checked
+    assert handed_in.name.endswith(".ipynb")
+    graded = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", str(handed_in)],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert graded.returncode == 0, graded.stderr
+    assert graded.stdout.splitlines()[0].endswith(f": {points[0]}/{sum(points)} points"), graded.stdout
     assert blocked == []

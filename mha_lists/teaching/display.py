@@ -179,6 +179,11 @@ def check_colour_range(func: str, vmin: object, vmax: object) -> None:
         raise ValueError(f"{func}: vmin is {vmin} and vmax is {vmax}; vmin must be below vmax")
 
 
+# A table drawn wider than this gets a line under it saying it scrolls: about what fits beside the prompts of
+# JupyterLab on a 1024-px screen (16 columns of 4 digits are about 1,300 px; 8 are about 700).
+WIDE_PX = 900
+
+
 class Heatmap:
     """A matrix drawn as an HTML table whose cell colour follows the value.
 
@@ -209,22 +214,36 @@ class Heatmap:
         # nowrap: a narrow screen scrolls the table rather than split a minus sign from its number
         cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;white-space:nowrap;"
         head = "padding:4px 8px;font-family:monospace;white-space:nowrap;"
-        out = ['<table style="border-collapse:collapse;margin:4px 0;">']
+        # Row labels stay in view while the table scrolls sideways: Jupyter keeps position:sticky in the output
+        # of a cell the learner ran (its sanitiser drops it from outputs stored in a file, which still scroll).
+        label = "position:sticky;left:0;background:var(--jp-layout-color0,#fff);text-align:right;"
+        out = ['<div style="overflow-x:auto;max-width:100%;">', '<table style="border-collapse:collapse;margin:4px 0;">']
         if self.title is not None or self.note is not None:
             title = "" if self.title is None else f"{html.escape(self.title)} ({self.n}x{self.m})"
             note = "" if self.note is None else f'<div style="font-weight:normal;font-size:90%;">{html.escape(self.note)}</div>'
             out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold;">{title}{note}</caption>')
-        out.append("<tr><th></th>" + "".join(
+        out.append(f"<tr><th style=\"{label}\"></th>" + "".join(
             f'<th style="{head}">{html.escape(c)}</th>' for c in self.cols) + "</tr>")
-        for i, (label, row) in enumerate(zip(self.rows, self.M)):
+        for i, (name, row) in enumerate(zip(self.rows, self.M)):
             tds = []
             for j, x in enumerate(row):
                 t = 0.0 if not math.isfinite(x) else (x / 2 - self.vmin / 2) / half_span
                 bg, fg = _cell_colour(t)
                 tds.append(self._cell(i, j, format_number(x, self.digits), f"{cell}background:{bg};color:{fg};"))
-            out.append(f'<tr><th style="{head}text-align:right;">{html.escape(label)}</th>{"".join(tds)}</tr>')
-        out.append("</table>")
+            out.append(f'<tr><th style="{head}{label}">{html.escape(name)}</th>{"".join(tds)}</tr>')
+        out.append("</table>\n</div>")
+        if self.width_px() > WIDE_PX:
+            out.append(f'<div style="font-size:85%;color:#777;">{self.m} columns: on a narrow screen, scroll the '
+                       "table sideways</div>")
         return "\n".join(out)
+
+    def width_px(self) -> int:
+        """About how wide the table is drawn, in pixels: 8 per monospace character and 17 of padding and
+        border per column, the row labels' column included."""
+        widths = [max(len(label) for label in self.rows)]
+        for j, name in enumerate(self.cols):
+            widths.append(max([len(name)] + [len(format_number(row[j], self.digits)) for row in self.M]))
+        return sum(8 * w + 17 for w in widths)
 
     def _cell(self, i: int, j: int, text: str, style: str) -> str:
         """The td of entry [i][j], shown as ``text``, in the given style."""
