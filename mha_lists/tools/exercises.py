@@ -1723,6 +1723,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if len(submissions) > 1:
         print(f"total: {_points(total_earned)}/{_points(total_possible)} points"
               + (f" ({unread} file{'s' * (unread > 1)} not graded)" if unread else ""))
+    if args.term is None and not os.environ.get(TERM_VARIABLE) and len(rows) > unread:
+        print("WARNING: graded without --term, so the hidden tests drew their inputs from the seeds written in the "
+              "teacher's notebooks, which anyone can read in the repository. Grade with --term WORD, a secret "
+              "word of yours, new each term.")
     if args.csv is not None:
         try:
             with open(args.csv, "w", newline="", encoding="utf-8") as out:
