@@ -398,7 +398,13 @@ def test_unflatten_names_its_sizes_and_entries():
 
 
 def test_a_forward_pass_too_large_is_refused_at_once():
-    wide = small(d=1024, heads=1, layers=1, vocab=2, T=300)
+    d, T = 1024, 300  # zeros: the refusal depends on the sizes alone (a random draw this size takes seconds)
+
+    def table(rows, cols):
+        return [[0.0] * cols for _ in range(rows)]
+
+    wide = Model(table(2, d), table(T, d), [MHAWeights([table(d, d)], [table(d, d)], [table(d, d)], table(d, d))],
+                 table(d, 2), [0.0, 0.0], None, "input", True)
     with pytest.raises(ValueError) as info:
         forward(wide, [0] * 300)
     work = M.forward_work(M.check_model("demo", "model", wide), 300)
