@@ -15,6 +15,7 @@ import pytest
 from mha_lists import ShapeError
 from mha_lists.teaching.induction import History, Settings, flatten, hand_built_model, init_model
 from mha_lists.tools import induction as command
+import commands
 
 ROOT = Path(__file__).resolve().parents[1]
 PROG = "python -m mha_lists.tools.induction"
@@ -52,13 +53,7 @@ def _saved(**change):
 
 
 def run_main(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = command.main(argv)
-        except SystemExit as done:
-            code = done.code
-    return code, out.getvalue(), err.getvalue()
+    return commands.run_main(command.main, argv)
 
 
 # === The command ===

@@ -1,14 +1,13 @@
 """``python -m mha_lists.tools.read_text`` (mha_lists/tools/read_text.py): its report, saving and checking a
 run, its one-line errors."""
 
-import io
 import re
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
 from mha_lists.teaching import reading
 from mha_lists.tools import read_text as command
+import commands
 
 PROG = "python -m mha_lists.tools.read_text"
 TINY = reading.Settings(d_model=8, heads=(2, 1), window=8, batch_size=1, steps=2, warmup=1)
@@ -22,13 +21,7 @@ def tiny(monkeypatch):
 
 
 def run_main(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = command.main(argv)
-        except SystemExit as done:
-            code = done.code
-    return code, out.getvalue(), err.getvalue()
+    return commands.run_main(command.main, argv)
 
 
 LINES = [

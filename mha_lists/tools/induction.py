@@ -235,12 +235,19 @@ def line_printer(func: str, stream: TextIO, steps: int, line_of: Callable[[int, 
     return show
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def parse_arguments(parser: argparse.ArgumentParser, argv: Optional[list[str]]) -> argparse.Namespace:
+    """A command's ``main(argv)``: argv checked (a list of str, or None for the command line), parsed, and its
+    --save and --check files checked before any training."""
     if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
         raise TypeError(f"main: argv must be a list of str (the command's arguments) or None, got {shorten(argv)}")
-    parser = build_parser()
     args = parser.parse_args(argv)
     check_file_arguments(parser, args)
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    args = parse_arguments(parser, argv)
     settings = Settings(seed=args.seed, steps=args.steps)
     saved = read_saved(parser, args.check, load_run) if args.check else None
     if isinstance(saved, int):

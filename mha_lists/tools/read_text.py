@@ -35,7 +35,7 @@ from ..teaching.circuits import Composition, k_composition
 from ..teaching.model import Model
 from ..teaching.reading import (HELD_OUT, LIMITS, HeadScore, History, Settings, baselines, check_settings, head_scores,
                                 in_context_loss, run_from_json, run_to_json, train, validation_loss)
-from .induction import (check_file_arguments, file_name, line_printer, read_file, read_saved, run_parser,
+from .induction import (file_name, line_printer, parse_arguments, read_file, read_saved, run_parser,
                         same_as_saved, write_saved)
 
 __all__ = []
@@ -109,11 +109,8 @@ def progress_printer(stream: TextIO, settings: Settings, clock=time.monotonic):
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
-        raise TypeError(f"main: argv must be a list of str (the command's arguments) or None, got {shorten(argv)}")
     parser = build_parser()
-    args = parser.parse_args(argv)
-    check_file_arguments(parser, args)
+    args = parse_arguments(parser, argv)
     settings = Settings(seed=args.seed, steps=args.steps, warmup=min(Settings().warmup, args.steps - 1))
     saved = read_saved(parser, args.check, lambda path: run_from_json(
         read_file(parser.prog, path, "a saved run"), file_name(path))) if args.check else None
