@@ -208,6 +208,16 @@ class Heatmap:
         return table if self.note is None else f"{self.note}\n{table}"
 
     def _repr_html_(self) -> str:
+        """The table in a box of its own that scrolls sideways, and under it, when the table is wide, a line
+        saying so."""
+        out = ['<div style="overflow-x:auto;max-width:100%;">', self.table_html(), "</div>"]
+        if self.width_px() > WIDE_PX:
+            out.append(f'<div style="font-size:85%;color:#777;">{self.m} columns: on a narrow screen, scroll the '
+                       "table sideways</div>")
+        return "\n".join(out)
+
+    def table_html(self) -> str:
+        """The bare HTML table, for a page that puts it in a scrolling box of its own."""
         # Halves: halving is exact (short of subnormals), so the fractions are the same, and a range as
         # wide as float64's (1e308 - -1e308) stays finite.
         half_span = (self.vmax / 2 - self.vmin / 2) or 1.0
@@ -217,7 +227,7 @@ class Heatmap:
         # Row labels stay in view while the table scrolls sideways: Jupyter keeps position:sticky in the output
         # of a cell the learner ran (its sanitiser drops it from outputs stored in a file, which still scroll).
         label = "position:sticky;left:0;background:var(--jp-layout-color0,#fff);text-align:right;"
-        out = ['<div style="overflow-x:auto;max-width:100%;">', '<table style="border-collapse:collapse;margin:4px 0;">']
+        out = ['<table style="border-collapse:collapse;margin:4px 0;">']
         if self.title is not None or self.note is not None:
             title = "" if self.title is None else f"{html.escape(self.title)} ({self.n}x{self.m})"
             note = "" if self.note is None else f'<div style="font-weight:normal;font-size:90%;">{html.escape(self.note)}</div>'
@@ -231,10 +241,7 @@ class Heatmap:
                 bg, fg = _cell_colour(t)
                 tds.append(self._cell(i, j, format_number(x, self.digits), f"{cell}background:{bg};color:{fg};"))
             out.append(f'<tr><th style="{head}{label}">{html.escape(name)}</th>{"".join(tds)}</tr>')
-        out.append("</table>\n</div>")
-        if self.width_px() > WIDE_PX:
-            out.append(f'<div style="font-size:85%;color:#777;">{self.m} columns: on a narrow screen, scroll the '
-                       "table sideways</div>")
+        out.append("</table>")
         return "\n".join(out)
 
     def width_px(self) -> int:

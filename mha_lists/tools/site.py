@@ -562,7 +562,7 @@ def _head_html(job: HeadJob, A: Matrix, tokens: list[str]) -> str:
     """One head: its job as a heading, its attention as display's heatmap in a box that scrolls sideways."""
     anchor = f"layer-{job.layer}-head-{job.head}"
     name, shares = _job_parts(job, len(tokens))
-    table = attention_heatmap(A, tokens, title=f"layer {job.layer} head {job.head}, attention weights")._repr_html_()
+    table = attention_heatmap(A, tokens, title=f"layer {job.layer} head {job.head}, attention weights").table_html()
     return (f'<figure class="head-map" id="{anchor}"><figcaption><h3 class="job" id="{anchor}-job">'
             f'{html.escape(name)} <span class="shares">({html.escape(shares)})</span></h3></figcaption>'
             f'<div class="scroll" role="region" tabindex="0" aria-labelledby="{anchor}-job">{table}</div>'
