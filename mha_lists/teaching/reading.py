@@ -151,8 +151,8 @@ def labels(text: str) -> list[str]:
 
 
 class Settings(NamedTuple):
-    """Everything a training run depends on. The defaults train in about eight minutes of plain Python
-    (the README gives the time and how many of seeds 0-9 succeed)."""
+    """Everything a training run depends on. The defaults train in about seven minutes of plain Python
+    (the README gives the time and how many of seeds 0-11 succeed)."""
 
     d_model: int = 24
     heads: tuple[int, ...] = (3, 2)  # heads in each layer, of width d_model / heads (why 3, then 2: above)
