@@ -710,19 +710,29 @@ def _defined(source: str) -> list[str]:
     return names
 
 
+def _role(cell: dict) -> Optional[str]:
+    """What a code cell is to the checks: a "check" (graded, with a grade_id), an "answer" (a solution
+    cell) or "setup" (any other code cell); None for markdown and raw cells."""
+    if cell["cell_type"] != "code":
+        return None
+    meta = _nbgrader(cell)
+    if meta.get("grade") and isinstance(meta.get("grade_id"), str):
+        return "check"
+    return "answer" if meta.get("solution") else "setup"
+
+
 def _checks(teacher: dict) -> dict[str, _Cell]:
     """Each of the teacher's checks as the runner gets it: its source, the teacher's setup cells
     above it, and the names of the answers (what the solution cells above it define)."""
     checks, setup, answers = {}, [], []
     for n, cell in enumerate(teacher["cells"]):
-        if cell["cell_type"] != "code":
-            continue
-        meta = _nbgrader(cell)
-        if meta.get("grade") and isinstance(meta.get("grade_id"), str):
-            checks[meta["grade_id"]] = _Cell(_source(cell), meta["grade_id"], tuple(setup), tuple(answers))
-        elif meta.get("solution"):
+        role = _role(cell)
+        if role == "check":
+            grade_id = _nbgrader(cell)["grade_id"]
+            checks[grade_id] = _Cell(_source(cell), grade_id, tuple(setup), tuple(answers))
+        elif role == "answer":
             answers += [name for name in _defined(_source(cell)) if name not in answers]
-        else:
+        elif role == "setup":
             setup.append((n, _source(cell)))
     return checks
 
@@ -1477,18 +1487,17 @@ def self_checks(source: pathlib.Path = EXERCISES) -> dict:
             continue
         cells, title, heading = [], "", ""
         for cell in nb["cells"][:graded[-1] + 1]:
-            text, meta = _source(cell), _nbgrader(cell)
+            text, role = _source(cell), _role(cell)
             if cell["cell_type"] == "markdown":
                 heading = _heading(text) or heading
                 title = title or heading
-            elif cell["cell_type"] != "code":
-                continue
-            elif meta.get("grade") and isinstance(meta.get("grade_id"), str):
+            elif role == "check":
+                meta = _nbgrader(cell)
                 cells.append({"check": meta["grade_id"], "points": meta.get("points", 0), "title": heading,
                               "source": text})
-            elif meta.get("solution"):
+            elif role == "answer":
                 cells.append({"answers": _defined(text)})
-            else:
+            elif role == "setup":
                 cells.append({"setup": text})
         found[path.stem] = {"title": title, "file": path.name, "cells": cells}
     if not found:
