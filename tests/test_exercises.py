@@ -22,6 +22,7 @@ import sys
 import threading
 
 import pytest
+import commands
 from bad_inputs import assert_no_mutation, refused
 
 from mha_lists import attention_trace, running_example, softmax
@@ -1121,7 +1122,7 @@ def test_score_says_in_one_line_why_a_file_cannot_be_graded_and_exits_2(name, tm
         path.write_text(json.dumps({**TEACHER_04, "cells": TEACHER_04["cells"][:1]}), encoding="utf-8")
     elif text != "missing":
         path.write_text(text, encoding="utf-8")
-    result = run("score", str(path), timeout=60)
+    result = commands.completed(exercises_module.main, ["score", str(path)])
     assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
     expected = message(key, **{"func": "read_notebook", "name": path, "path": path, **fields})
     expected = expected.removeprefix("read_notebook: ").removeprefix("exercise_of: ")
@@ -1188,10 +1189,17 @@ def test_score_grades_the_good_files_beside_a_bad_one(tmp_path):
      .removeprefix("write_student_copies: ")),
     (("student-copies", "/proc/nope/x"), message("cannot write", path="/proc/nope", why="No such file or directory")),
 ])
-def test_bad_arguments_give_one_line_and_exit_code_2(args, expected):
-    result = run(*args)
+def test_bad_arguments_give_one_line_and_exit_code_2(args, expected, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the relative paths above are the repository's
+    result = commands.completed(exercises_module.main, args)
     assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1 and expected in result.stderr and len(result.stderr) < 400
+
+
+def test_the_real_command_line_says_the_same_line():
+    real, in_process = run("score"), commands.completed(exercises_module.main, ["score"])
+    assert (real.returncode, real.stdout, real.stderr) == (2, "", in_process.stderr)
+    assert in_process.stderr.startswith("python -m mha_lists.tools.exercises score: error: ")
 
 
 def test_student_copies_of_a_malformed_source_give_one_line_and_exit_2(tmp_path):

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlencode
 from xml.etree import ElementTree
 
 import pytest
+import commands
 from bad_inputs import refused
 
 from mha_lists import running_example
@@ -642,12 +643,18 @@ def test_the_command_says_what_is_wrong_in_one_line_and_exits_2(args, expected, 
     def fill(text):
         return text.replace("{tmp}", str(tmp_path)).replace("{file}", str(a_file))
 
-    result = site_command(*map(fill, args))
+    result = commands.completed(site.main, list(map(fill, args)))
     assert result.returncode == 2
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("python -m mha_lists.tools.site: error: ")
     assert fill(expected) in result.stderr and "Traceback" not in result.stderr and len(result.stderr) < 400
     assert a_file.read_text(encoding="utf-8") == "not a folder\n"
+
+
+def test_the_real_command_line_says_the_same_line(a_file):
+    real, in_process = site_command(str(a_file)), commands.completed(site.main, [str(a_file)])
+    assert (real.returncode, real.stdout, real.stderr) == (2, "", in_process.stderr)
+    assert in_process.stderr.startswith("python -m mha_lists.tools.site: error: ")
 
 
 def test_a_16_word_sentence_of_the_longest_words_fits_and_heads_that_do_not_divide_say_which_do():

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+import commands
 from bad_inputs import assert_no_mutation, assert_template, refused
 
 from mha_lists.teaching.paper import integer_matrix, paper_example, table_softmax
@@ -335,10 +336,17 @@ CLI_MESSAGES = [
 
 @pytest.mark.parametrize("args, message", CLI_MESSAGES)
 def test_bad_arguments_give_one_line_and_exit_code_2(args, message):
-    result = run(*args)
+    result = commands.completed(module.main, args)
     assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1 and message in result.stderr
     assert len(result.stderr) < 300, "a value typed is shown cut short"
+
+
+def test_the_real_command_line_says_the_same_line():
+    args = CLI_MESSAGES[1][0]
+    real, in_process = run(*args), commands.completed(module.main, args)
+    assert (real.returncode, real.stdout, real.stderr) == (2, "", in_process.stderr)
+    assert in_process.stderr.startswith("python -m mha_lists.tools.worksheet: error: ")
 
 
 def test_same_student_same_bytes_and_json_is_one_object():
