@@ -8,8 +8,8 @@ import pytest
 
 from mha_lists import ShapeError, attention_heatmap, format_matrix
 from mha_lists.teaching import display
-from mha_lists.teaching.display import (WIDE_PX, BarChart, Heatmap, bar_chart, format_number, heatmap, print_matrix,
-                                        show)
+from mha_lists.teaching.display import (MAX_PANELS, WIDE_PX, BarChart, Heatmap, bar_chart, format_number, heatmap,
+                                        panels, print_matrix, show)
 from bad_inputs import assert_no_mutation, assert_template, refused
 
 NAN, INF = math.nan, math.inf
@@ -30,6 +30,10 @@ MESSAGES = {
     "bar negative": "{func}: values must not be negative, got {value}",
     "bar width": "{func}: width is {width}; give 1 to 200 characters",
     "show": "show: obj must be a picture, a Heatmap or a BarChart (something Jupyter can draw), got {value} ({type})",
+    "numbers": "{func}: numbers must be True or False, got {value} ({type})",
+    "panels items": "panels: items must be a list of heatmaps, bar charts or pictures, got a {type}",
+    "panels count": "panels: items holds {n}; give 1 to {most} to put side by side",
+    "panels item": "panels: items[{k}] must be a heatmap, a bar chart or a picture, got a {type}",
 }
 
 BAD_CALLS = {
@@ -50,6 +54,11 @@ BAD_CALLS = {
     "bar negative": (ValueError, lambda: BarChart(["a"], [-1.0]), dict(func="BarChart", value=-1.0)),
     "bar width": (ValueError, lambda: BarChart(["a"], [1.0], width=0), dict(func="BarChart", width=0)),
     "show": (TypeError, lambda: show(None), dict(value=None, type="NoneType")),
+    "numbers": (TypeError, lambda: attention_heatmap([[1.0]], ["a"], numbers=0),
+                dict(func="attention_heatmap", value=0, type="int")),
+    "panels items": (TypeError, lambda: panels(heatmap([[1.0]])), dict(type="Heatmap")),
+    "panels count": (ValueError, lambda: panels([]), dict(n=0, most=MAX_PANELS)),
+    "panels item": (TypeError, lambda: panels([heatmap([[1.0]]), 5]), dict(k=1, type="int")),
 }
 
 
@@ -108,6 +117,37 @@ def test_a_wide_heatmap_scrolls_in_its_box_keeps_its_row_labels_and_says_so():
     # Wider labels or more digits make a wider table: the estimate follows what is drawn.
     assert heatmap([[0.5] * 8] * 5, row_labels=["transformers"] * 5, digits=4).width_px() > narrow.width_px()
     assert heatmap([[0.5] * 8] * 5, row_labels=list("abcde"), digits=2).width_px() < narrow.width_px()
+
+
+def test_a_heatmap_without_its_numbers_is_colours_and_says_each_number_when_pointed_at():
+    w = [[1.0, 0.0], [0.25, 0.75]]
+    full, bare = attention_heatmap(w, ["I", "<b>"]), attention_heatmap(w, ["I", "<b>"], numbers=False)
+    cells = re.findall(r'<td style="([^"]*)" title="([^"]*)"></td>', bare._repr_html_())
+    assert len(cells) == 4 and re.findall(r"<td[^>]*>([^<]+)</td>", bare._repr_html_()) == []  # no number in a cell
+    assert [title for _, title in cells] == ["I · I: 1.00", "I · &lt;b&gt;: 0.00", "&lt;b&gt; · I: 0.25",
+                                             "&lt;b&gt; · &lt;b&gt;: 0.75"]
+    assert [re.search(r"background:([^;]*);", style)[1] for style, _ in cells] == \
+        re.findall(r'<td style="[^"]*background:([^;]*);color', full._repr_html_())  # the same colours
+    assert "point at a square to see its weight" in bare._repr_html_()
+    assert repr(bare) == repr(full).replace("(what is looked at)", "(what is looked at); point at a square to see "
+                                                                   "its weight")  # a terminal still gets numbers
+    assert heatmap(w, numbers=False, digits=3)._repr_html_().count('title="') == 4
+    assert "0.250" in heatmap(w, numbers=False, digits=3)._repr_html_()
+    big = heatmap([[0.5] * 16] * 16, numbers=False)  # 16 columns of squares fit where 16 of numbers do not
+    assert big.width_px() < WIDE_PX < heatmap([[0.5] * 16] * 16, digits=4).width_px()
+    assert heatmap([[0.5] * 16], col_labels=["column"] * 16, numbers=False).width_px() > big.width_px()
+
+
+def test_panels_put_heatmaps_side_by_side_and_print_each_in_turn(capsys):
+    a, b = heatmap([[1.0]], title="a"), attention_heatmap([[1.0]], ["x"], numbers=False)
+    both = panels([a, b])
+    html = both._repr_html_()
+    assert html.startswith('<div style="display:flex;flex-wrap:wrap;') and html.count('<div style="margin:') == 2
+    assert a._repr_html_() in html and b._repr_html_() in html
+    assert repr(both) == repr(a) + "\n\n" + repr(b)
+    show(both)
+    assert capsys.readouterr().out == repr(both) + "\n"
+    assert panels((a,)).items == [a]
 
 
 def test_bar_chart():
@@ -204,6 +244,13 @@ def test_other_bad_arguments_are_refused_by_name():
     for obj in [None, 5, "x" * 10**6, [[1.0]]]:
         refused("show", lambda: show(obj))
     refused("format_matrix", lambda: format_matrix([[1.0]], title=b"t"))
+    for flag in [0, 1, None, "no", 1.0]:
+        refused("heatmap", lambda: heatmap([[0.5]], numbers=flag))
+        refused("attention_heatmap", lambda: attention_heatmap([[0.5]], ["a"], numbers=flag))
+        refused("Heatmap", lambda: Heatmap([[0.5]], numbers=flag))
+    for items in [None, 5, "ab", [], [None], [heatmap([[1.0]])] * (MAX_PANELS + 1), [[[1.0]]],
+                  [panels([heatmap([[1.0]])])]]:
+        refused("panels", lambda: panels(items))
 
 
 # === Nothing is changed ===
@@ -215,6 +262,7 @@ def test_other_bad_arguments_are_refused_by_name():
     (attention_heatmap, ([[1.0, 0.0]], ["q"], ["a", "b"]), {}), (bar_chart, (["a", "b"], [2.0, 1.0]), {}),
     (Heatmap, ([[1.0]],), dict(note="n")), (BarChart, (["a"], [1.0]), dict(width=5)),
     (format_matrix, ([[1.0]],), dict(row_labels=["a", "b"])), (format_number, (0.5, 2), {}),
+    (heatmap, ([[1.0, -1.0]],), dict(numbers=False)), (panels, ([heatmap([[1.0]]), heatmap([[2.0]])],), {}),
 ])
 def test_every_public_function_leaves_its_arguments_alone(call, args, kwargs):
     assert_no_mutation(call, *args, **kwargs)
@@ -232,4 +280,5 @@ def test_a_heatmap_keeps_a_copy_of_its_matrix():
 
 def test_the_module_is_all_functions_and_two_classes():
     assert set(display.__all__) == {"format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap",
-                                    "bar_chart", "show", "explained_scores", "explained_weights", "explained_outputs"}
+                                    "bar_chart", "panels", "show", "explained_scores", "explained_weights",
+                                    "explained_outputs"}

@@ -33,7 +33,7 @@ from ..core.matrix import Matrix
 from ..core.softmax_and_masks import Mask, check_mask, check_scores, masked
 
 __all__ = ["format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap", "bar_chart",
-           "show", "explained_scores", "explained_weights", "explained_outputs"]
+           "panels", "show", "explained_scores", "explained_weights", "explained_outputs"]
 
 
 # === What the display functions take ===
@@ -182,19 +182,24 @@ def check_colour_range(func: str, vmin: object, vmax: object) -> None:
 # A table drawn wider than this gets a line under it saying it scrolls: about what fits beside the prompts of
 # JupyterLab on a 1024-px screen (16 columns of 4 digits are about 1,300 px; 8 are about 700).
 WIDE_PX = 900
+SQUARE_PX = 18  # a cell of a heatmap drawn without its numbers: wide enough for a label like k15 in small type
 
 
 class Heatmap:
     """A matrix drawn as an HTML table whose cell colour follows the value.
 
-    Jupyter calls ``_repr_html_``; a terminal shows the text table instead.
+    Jupyter calls ``_repr_html_``; a terminal shows the text table instead. With ``numbers=False`` the
+    HTML shows only the colours, in small squares, and each square's number when pointed at (its title):
+    a picture of a large matrix rather than a wall of its numbers.
     """
 
-    def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None, note=None):
+    def __init__(self, M, *, row_labels=None, col_labels=None, digits=2, title=None, vmin=None, vmax=None, note=None,
+                 numbers=True):
         self.n, self.m = check_table("Heatmap", M, row_labels, col_labels, digits, title)
         check_colour_range("Heatmap", vmin, vmax)
         if note is not None:
             check_type("Heatmap", "note", note, str, "a str")
+        self.numbers = check_type("Heatmap", "numbers", numbers, bool, "True or False")
         self.rows, self.cols = _labels(M, row_labels, col_labels)
         self.M = [list(row) for row in M]
         self.digits, self.title, self.note = digits, title, note
@@ -224,6 +229,9 @@ class Heatmap:
         # nowrap: a narrow screen scrolls the table rather than split a minus sign from its number
         cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;white-space:nowrap;"
         head = "padding:4px 8px;font-family:monospace;white-space:nowrap;"
+        if not self.numbers:  # colours only: squares of SQUARE_PX, labels in a smaller type
+            cell = f"width:{SQUARE_PX}px;height:{SQUARE_PX}px;padding:0;border:1px solid #eee;"
+            head = "padding:0 3px;font-family:monospace;font-size:75%;white-space:nowrap;"
         # Row labels stay in view while the table scrolls sideways: Jupyter keeps position:sticky in the output
         # of a cell the learner ran (its sanitiser drops it from outputs stored in a file, which still scroll).
         label = "position:sticky;left:0;background:var(--jp-layout-color0,#fff);text-align:right;"
@@ -239,7 +247,11 @@ class Heatmap:
             for j, x in enumerate(row):
                 t = 0.0 if not math.isfinite(x) else (x / 2 - self.vmin / 2) / half_span
                 bg, fg = _cell_colour(t)
-                tds.append(self._cell(i, j, format_number(x, self.digits), f"{cell}background:{bg};color:{fg};"))
+                if self.numbers:
+                    tds.append(self._cell(i, j, format_number(x, self.digits), f"{cell}background:{bg};color:{fg};"))
+                else:
+                    title = html.escape(f"{self.rows[i]} · {self.cols[j]}: {format_number(x, self.digits)}", quote=True)
+                    tds.append(f'<td style="{cell}background:{bg};" title="{title}"></td>')
             out.append(f'<tr><th style="{head}{label}">{html.escape(name)}</th>{"".join(tds)}</tr>')
         out.append("</table>")
         return "\n".join(out)
@@ -248,6 +260,8 @@ class Heatmap:
         """About how wide the table is drawn, in pixels: 8 per monospace character and 17 of padding and
         border per column, the row labels' column included."""
         widths = [max(len(label) for label in self.rows)]
+        if not self.numbers:  # a square, or its label in the smaller type (6 px a character) if that is wider
+            return 8 * widths[0] + 17 + sum(max(SQUARE_PX, 6 * len(name) + 6) + 1 for name in self.cols)
         for j, name in enumerate(self.cols):
             widths.append(max([len(name)] + [len(format_number(row[j], self.digits)) for row in self.M]))
         return sum(8 * w + 17 for w in widths)
@@ -257,18 +271,24 @@ class Heatmap:
         return f'<td style="{style}">{text}</td>'
 
 
-def heatmap(M, *, row_labels=None, col_labels=None, digits: int = 2, title=None, vmin=None, vmax=None) -> Heatmap:
-    """Any matrix as a heatmap; colours span vmin..vmax (default: the smallest and largest finite value)."""
+def heatmap(M, *, row_labels=None, col_labels=None, digits: int = 2, title=None, vmin=None, vmax=None,
+            numbers: bool = True) -> Heatmap:
+    """Any matrix as a heatmap; colours span vmin..vmax (default: the smallest and largest finite value).
+    ``numbers=False``: colours only, each number shown when its square is pointed at."""
     check_table("heatmap", M, row_labels, col_labels, digits, title)
     check_colour_range("heatmap", vmin, vmax)
-    return Heatmap(M, row_labels=row_labels, col_labels=col_labels, digits=digits, title=title, vmin=vmin, vmax=vmax)
+    check_type("heatmap", "numbers", numbers, bool, "True or False")
+    return Heatmap(M, row_labels=row_labels, col_labels=col_labels, digits=digits, title=title, vmin=vmin, vmax=vmax,
+                   numbers=numbers)
 
 
-def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, title: Optional[str] = None) -> Heatmap:
+def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, title: Optional[str] = None,
+                      numbers: bool = True) -> Heatmap:
     """Attention weights (queries x keys) as a heatmap on a fixed 0..1 colour scale.
 
     ``tokens`` label the query rows; ``key_tokens`` the key columns (default:
     the same tokens, as in self-attention). The caption says which is which.
+    ``numbers=False``: colours only, each weight shown when its square is pointed at.
 
     >>> attention_heatmap([[1.0, 0.0], [0.5, 0.5]], ["a", "b"], title="head 0")
     rows = queries (who looks), columns = keys (what is looked at)
@@ -283,8 +303,12 @@ def attention_heatmap(weights, tokens, key_tokens=None, *, digits: int = 2, titl
     check_digits(func, digits)
     if title is not None:
         check_type(func, "title", title, str, "a str")
+    check_type(func, "numbers", numbers, bool, "True or False")
+    note = "rows = queries (who looks), columns = keys (what is looked at)"
+    if not numbers:
+        note += "; point at a square to see its weight"
     return Heatmap(weights, row_labels=tokens, col_labels=keys, digits=digits, title=title, vmin=0.0, vmax=1.0,
-                   note="rows = queries (who looks), columns = keys (what is looked at)")
+                   note=note, numbers=numbers)
 
 
 def check_bars(func: str, labels: object, values: object, digits: object, title: object, width: object) -> None:
@@ -354,8 +378,57 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, digits: int = 3
     return BarChart(labels, values, digits=digits, title=title)
 
 
+MAX_PANELS = 16  # side by side: past this, no one compares them at a glance
+
+
+class Panels:
+    """Several heatmaps or charts side by side (small multiples), wrapping onto the next line on a narrow
+    screen; a terminal shows each one's text in turn."""
+
+    def __init__(self, items) -> None:
+        self.items = list(items)
+
+    def _repr_html_(self) -> str:
+        boxes = "".join(f'<div style="margin:0 16px 8px 0;">{_html_of(item)}</div>' for item in self.items)
+        return f'<div style="display:flex;flex-wrap:wrap;align-items:flex-start;">{boxes}</div>'
+
+    def __repr__(self) -> str:
+        return "\n\n".join(repr(item) for item in self.items)
+
+
+def _html_of(item) -> str:
+    """The HTML Jupyter would show for a Heatmap, a BarChart or a picture (its SVG drawn inline)."""
+    return item._repr_html_() if hasattr(item, "_repr_html_") else item._repr_svg_()
+
+
+def panels(items) -> Panels:
+    """Heatmaps, bar charts or pictures side by side, for comparing them at a glance (one panel per head).
+
+    >>> panels([heatmap([[1.0]], title="a"), heatmap([[2.0]], title="b")])
+    a (1x1)
+         d0
+    0  1.00
+    <BLANKLINE>
+    b (1x1)
+         d0
+    0  2.00
+    """
+    func = "panels"
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise TypeError(f"{func}: items must be a list of heatmaps, bar charts or pictures, got a "
+                        f"{type(items).__name__}")
+    if not 1 <= len(items) <= MAX_PANELS:
+        raise ValueError(f"{func}: items holds {len(items)}; give 1 to {MAX_PANELS} to put side by side")
+    for k, item in enumerate(items):
+        if not any(hasattr(item, name) for name in ("_repr_html_", "_repr_svg_")) or isinstance(item, Panels):
+            raise TypeError(f"{func}: items[{k}] must be a heatmap, a bar chart or a picture, got a "
+                            f"{type(item).__name__}")
+    return Panels(items)
+
+
 def show(obj) -> None:
-    """Display a picture, a Heatmap or a BarChart: as HTML or SVG in Jupyter, as text anywhere else."""
+    """Display a picture, a Heatmap, a BarChart or panels of them: as HTML or SVG in Jupyter, as text anywhere
+    else."""
     if not any(hasattr(obj, name) for name in ("_repr_html_", "_repr_svg_")):
         raise TypeError(f"show: obj must be a picture, a Heatmap or a BarChart (something Jupyter can draw), "
                         f"got {shorten(obj)} ({type(obj).__name__})")
