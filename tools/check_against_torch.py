@@ -207,10 +207,10 @@ def main():
         if nn_too:
             ok &= compare(f"{name} vs nn.MultiheadAttention", ours, torch_nn_mha(x, w, mask))
     ok &= check_block_and_init(ex)
-    # Notebook 04, Step 7: a row the mask leaves no key gets NaN from torch.softmax (ours raises instead).
+    # Notebook 08, Step 6: a row the mask leaves no key gets NaN from torch.softmax (ours raises instead).
     masked_out = torch.softmax(torch.tensor([-math.inf] * 3, dtype=torch.float64), dim=-1)
     nan_row = bool(torch.isnan(masked_out).all())
-    print(f"{'torch.softmax of a fully masked row is all NaN (04)':55s} {nan_row}")
+    print(f"{'torch.softmax of a fully masked row is all NaN (08)':55s} {nan_row}")
     ok &= nan_row
     print("all within 1e-12:", ok)
     ok &= check_encoder_layer()
