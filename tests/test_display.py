@@ -6,11 +6,12 @@ import re
 
 import pytest
 
-from mha_lists import ShapeError, attention_heatmap, format_matrix
+from mha_lists import ShapeError, attention_heatmap, format_matrix, running_example
 from mha_lists.teaching import display
 from mha_lists.teaching.display import (MAX_PANELS, WIDE_PX, BarChart, Heatmap, bar_chart, format_number, heatmap,
                                         panels, print_matrix, show)
 from bad_inputs import assert_no_mutation, assert_template, refused
+from mha_lists.teaching.pictures import pipeline
 
 NAN, INF = math.nan, math.inf
 
@@ -31,9 +32,9 @@ MESSAGES = {
     "bar width": "{func}: width is {width}; give 1 to 200 characters",
     "show": "show: obj must be a picture, a Heatmap or a BarChart (something Jupyter can draw), got {value} ({type})",
     "numbers": "{func}: numbers must be True or False, got {value} ({type})",
-    "panels items": "panels: items must be a list of heatmaps, bar charts or pictures, got a {type}",
+    "panels items": "panels: items must be a list of heatmaps or bar charts, got a {type}",
     "panels count": "panels: items holds {n}; give 1 to {most} to put side by side",
-    "panels item": "panels: items[{k}] must be a heatmap, a bar chart or a picture, got a {type}",
+    "panels item": "panels: items[{k}] must be a heatmap or a bar chart, got a {type}",
 }
 
 BAD_CALLS = {
@@ -249,7 +250,7 @@ def test_other_bad_arguments_are_refused_by_name():
         refused("attention_heatmap", lambda: attention_heatmap([[0.5]], ["a"], numbers=flag))
         refused("Heatmap", lambda: Heatmap([[0.5]], numbers=flag))
     for items in [None, 5, "ab", [], [None], [heatmap([[1.0]])] * (MAX_PANELS + 1), [[[1.0]]],
-                  [panels([heatmap([[1.0]])])]]:
+                  [panels([heatmap([[1.0]])])], [pipeline(running_example())]]:
         refused("panels", lambda: panels(items))
 
 

@@ -389,20 +389,16 @@ class Panels:
         self.items = list(items)
 
     def _repr_html_(self) -> str:
-        boxes = "".join(f'<div style="margin:0 16px 8px 0;">{_html_of(item)}</div>' for item in self.items)
+        boxes = "".join(f'<div style="margin:0 16px 8px 0;">{item._repr_html_()}</div>' for item in self.items)
         return f'<div style="display:flex;flex-wrap:wrap;align-items:flex-start;">{boxes}</div>'
 
     def __repr__(self) -> str:
         return "\n\n".join(repr(item) for item in self.items)
 
 
-def _html_of(item) -> str:
-    """The HTML Jupyter would show for a Heatmap, a BarChart or a picture (its SVG drawn inline)."""
-    return item._repr_html_() if hasattr(item, "_repr_html_") else item._repr_svg_()
-
-
 def panels(items) -> Panels:
-    """Heatmaps, bar charts or pictures side by side, for comparing them at a glance (one panel per head).
+    """Heatmaps or bar charts side by side, for comparing them at a glance (one panel per head). Pictures
+    (SVG) draw their own panels: attention_lines puts each head in one.
 
     >>> panels([heatmap([[1.0]], title="a"), heatmap([[2.0]], title="b")])
     a (1x1)
@@ -415,13 +411,13 @@ def panels(items) -> Panels:
     """
     func = "panels"
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise TypeError(f"{func}: items must be a list of heatmaps, bar charts or pictures, got a "
+        raise TypeError(f"{func}: items must be a list of heatmaps or bar charts, got a "
                         f"{type(items).__name__}")
     if not 1 <= len(items) <= MAX_PANELS:
         raise ValueError(f"{func}: items holds {len(items)}; give 1 to {MAX_PANELS} to put side by side")
     for k, item in enumerate(items):
-        if not any(hasattr(item, name) for name in ("_repr_html_", "_repr_svg_")) or isinstance(item, Panels):
-            raise TypeError(f"{func}: items[{k}] must be a heatmap, a bar chart or a picture, got a "
+        if not isinstance(item, (Heatmap, BarChart)):
+            raise TypeError(f"{func}: items[{k}] must be a heatmap or a bar chart, got a "
                             f"{type(item).__name__}")
     return Panels(items)
 
