@@ -4,7 +4,7 @@ Needs the ``lite`` extra (``pip install -e ".[lite]"``) and ``npm ci`` (the ``py
 package); it downloads the kernel's pure-Python wheels from PyPI. The site needs no network
 afterwards: every file the kernel asks for is in it.
 
-  - files/NN_*.ipynb            every notebook, as stored (with outputs), its kernel named as
+  - files/*.ipynb               every notebook, as stored (with outputs), its kernel named as
                                 JupyterLite names it ("python", not "python3"), each multiline
                                 string joined into one (``rejoined``), and the files a
                                 notebook reads beside it (notebooks/*.json: 19's saved run);

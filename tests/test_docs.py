@@ -37,7 +37,7 @@ def test_guide_has_every_part_the_issue_asks_for():
 
 
 @pytest.mark.parametrize("title, notebooks", [
-    ("Session 1 (90 minutes)", ["00a_", "04_", "07_"]),
+    ("Session 1 (90 minutes)", ["00a_", "02-06_", "07_"]),
     ("Session 2 (90 minutes)", ["08_", "12_", "17_"]),
 ])
 def test_each_session_is_90_minutes_without_gaps_and_covers_its_notebooks(title, notebooks):
@@ -45,7 +45,7 @@ def test_each_session_is_90_minutes_without_gaps_and_covers_its_notebooks(title,
     spans = [(int(a), int(b)) for a, b in re.findall(r"^\| (\d+)–(\d+) \|", text, re.M)]
     assert spans[0][0] == 0 and spans[-1][1] == 90
     assert all(b == c for (_, b), (c, _) in zip(spans, spans[1:])), spans
-    named = re.findall(r"`(\d\da?_[a-z_]+)`", text)
+    named = re.findall(r"`(\d\da?(?:-\d\d)?_[a-z_]+)`", text)
     assert all(name in NOTEBOOKS for name in named), named
     assert [n for n in notebooks if not any(name.startswith(n) for name in named)] == []
     # a realistic session: at most four notebooks in class, and the first rows give time to log in
@@ -56,7 +56,7 @@ def test_each_session_is_90_minutes_without_gaps_and_covers_its_notebooks(title,
 
 def test_session_1_sends_the_other_core_notebooks_home():
     homework = section("Session 1 (90 minutes)").split("| 85–90 |")[1].split("\n")[0]
-    for n in ("00", "01", "02", "03", "05", "06"):
+    for n in ("00", "01", "02-06", "02", "03", "05", "06"):
         assert re.search(rf"\b{n}\b", homework), n
 
 
@@ -83,14 +83,20 @@ def test_guide_try_this_answers_recompute():
     """A sample of the guide's measured answers, recomputed with the module (cheap ones only)."""
     import math
 
-    from mha_lists import attention_trace, init_mha_weights, matmul, parameter_count, running_example, softmax
+    from mha_lists import attention_trace, causal_mask, init_mha_weights, matmul, parameter_count, running_example, softmax
+    from mha_lists.teaching.model import previous_share
     answers = " ".join(section('Answers to "Try this"').split())
     assert f"from 64 to {matmul([[1, 2, 3], [4, 5, 6]], [[7, 8], [9, 10], [11, 0]])[0][1]:.0f}" in answers
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
     assert f"`<EOS>` is {trace.attention[0][1][4]:.4f}" in answers
     assert f"With `10 * s` it is {softmax([10 * s for s in trace.scores[0][1]])[4]:.6f}" in answers
-    assert f"the largest weight, {max(trace.attention[1][4]):.4f}, is on `I`" in answers
+    book = running_example(trained=True, sentence="the cat. the cat")  # 02-06's second "Try this"
+    hits = [sum(S[q].index(max(S[q][:q + 1])) == q - 1 for q in range(1, len(S)))
+            for S in attention_trace(book.x, book.weights).scores]
+    assert f"in {hits[0]} of {len(book.tokens) - 1} rows (head 1: {hits[1]}, head 2: {hits[2]})" in answers
+    causal = attention_trace(book.x, book.weights, mask=causal_mask(len(book.tokens))).attention
+    assert f"its mean weight on the character before is {previous_share(causal[0]):.2f}" in answers
     assert f"is {parameter_count(init_mha_weights(768, 12, seed=0, bias=True)):,}" in answers
     mqa = init_mha_weights(16, 2, seed=0, num_kv_heads=1)
     counts = attention_trace(ex.x, mqa).multiply_adds
@@ -137,7 +143,7 @@ def test_readme_is_for_learners_short_and_starts_with_the_two_commands():
 
 
 def test_readme_names_the_notebooks_that_draw_pictures():
-    listed = re.search(r"Notebooks ([0-9ab,\s]+?)\s+and\s+(\d\d)\s+draw pictures", README)
+    listed = re.search(r"Notebooks ([0-9ab,\s-]+?)\s+and\s+(\d\d)\s+draw pictures", README)
     assert listed, "the README no longer says which notebooks draw pictures"
     numbers = [n.strip() for n in listed.group(1).split(",")] + [listed.group(2)]
     drawing = {p.stem.split("_")[0] for p in (ROOT / "notebooks").glob("*.ipynb")
@@ -268,8 +274,8 @@ def test_the_glossary_defines_the_words_the_core_path_uses_and_the_notebooks_lin
         assert any(word in term for term in terms), word
     assert terms == sorted(terms, key=str.lower), "alphabetical, so a reader finds a word"
     numbers = {p.stem.split("_")[0] for p in (ROOT / "notebooks").glob("*.ipynb")}
-    for where in re.findall(r"\(([0-9a-z, ]+)\)$", glossary, re.M):
+    for where in re.findall(r"\(([0-9a-z, -]+)\)$", glossary, re.M):
         assert set(where.replace(" ", "").split(",")) <= numbers, where  # every notebook it names exists
-    for path in sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb")) + [ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"]:
+    for path in sorted((ROOT / "notebooks").glob("0[1-7][_-]*.ipynb")) + [ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"]:
         first = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
         assert "](glossary.md)" in first, path.name

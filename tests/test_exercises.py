@@ -326,8 +326,14 @@ def check_cell(nb, grade_id):
 
 def test_exercises_for_00a_02_to_07_16_and_17():
     assert [p.name.split("_")[0] for p in EXERCISES] == ["00a", "02", "03", "04", "05", "06", "07", "16", "17"]
+    layer = "\n".join(source(c) for c in load(ROOT / "notebooks" / CORE["02-06"])["cells"] if c["cell_type"] == "markdown")
     for path in EXERCISES:
-        assert path.name == CORE[path.name.split("_")[0]], "an exercise notebook is named after its core notebook"
+        number = path.name.split("_")[0]
+        if number in CORE:
+            assert path.name == CORE[number], "an exercise notebook is named after its core notebook"
+        else:  # 02 to 06 keep their names: each practises one part of 02-06, and its first cell links to it
+            assert f"Practice for part {number} of [notebook 02-06](../{CORE['02-06']})" in source(load(path)["cells"][0])
+            assert re.search(rf"^## {number} · ", layer, re.M), f"02-06 has no part {number}"
         assert len(exercise_pairs(load(path))) >= 2
 
 

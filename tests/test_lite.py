@@ -355,12 +355,11 @@ TITLES = """() => [...document.querySelectorAll('.jp-OutputArea-output td a[titl
     a.getAttribute('tabindex')])"""
 
 
-def stored_titles(notebook, cell: int) -> list[str]:
-    """The titles of the entries of one cell's stored HTML output, as a browser reads the attribute."""
-    (output,) = [o for o in json.loads(notebook.read_text(encoding="utf-8"))["cells"][cell]["outputs"]
-                 if "text/html" in o.get("data", {})]
-    return [html.unescape(title) for title in re.findall(r'<a tabindex="0" title="([^"]*)"', "".join(
-        output["data"]["text/html"]))]
+def stored_titles(notebook) -> list[list[str]]:
+    """Cell by cell, the titles of the entries of its stored HTML outputs, as a browser reads the attribute."""
+    return [[html.unescape(title) for output in cell.get("outputs", []) if "text/html" in output.get("data", {})
+             for title in re.findall(r'<a tabindex="0" title="([^"]*)"', "".join(output["data"]["text/html"]))]
+            for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]]
 
 
 # Every table's box in the outputs: [its overflow-x, its first row label's position].
@@ -369,16 +368,19 @@ BOXES = """() => [...document.querySelectorAll('.jp-OutputArea-output div > tabl
 
 
 def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(lite_site, tmp_path):
-    """Notebook 03's explained scores (display.explained_scores): opened as stored, an untrusted output that
-    JupyterLite's sanitiser cleans, every entry keeps its title, line for line (the build joins the stored
-    lines: served as a list, they came back joined by commas), and its tabindex; no stray comma shows above
-    the table; after Run All, the kernel's output carries CPython's .explain(i, j) for every entry."""
+    """Notebook 02-06's explained tables (display.explained_scores in part 03, the first; the weights of part 04
+    and the outputs of part 05): opened as stored, an untrusted output that JupyterLite's sanitiser cleans,
+    every entry keeps its title, line for line (the build joins the stored lines: served as a list, they came
+    back joined by commas), and its tabindex; no stray comma shows above the first table; after Run All, the
+    kernel's output carries CPython's .explain(i, j) for every entry of the scores."""
     from mha_lists import attention_trace, running_example
     from mha_lists.teaching.display import explained_scores
-    notebook = ROOT / "notebooks" / "03_scores.ipynb"
+    notebook = ROOT / "notebooks" / "02-06_the_layer_step_by_step.ipynb"
     cell = next(n for n, c in enumerate(json.loads(notebook.read_text(encoding="utf-8"))["cells"])
                 if "explained_scores(trace.Q[0]" in "".join(c["source"]))
-    stored = stored_titles(notebook, cell)
+    by_cell = stored_titles(notebook)
+    stored, every = by_cell[cell], [title for titles in by_cell for title in titles]
+    before = sum(len(titles) for titles in by_cell[:cell])  # the entries of earlier cells' tables
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
     view = explained_scores(trace.Q[0], trace.K[0], ex.tokens, title="scores, head 0")
@@ -388,17 +390,20 @@ def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(l
         page = context.new_page()
         page.goto(f"http://127.0.0.1:{port}/notebooks/index.html?path={notebook.name}")
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
-        page.wait_for_function(f"({TITLES})().length > 0", timeout=120_000)
+        page.wait_for_function(f"({TITLES})().length >= {len(every)}", timeout=120_000)
         as_opened = page.evaluate(TITLES)
         boxes_as_opened = page.evaluate(BOXES)
-        shown = page.locator(".jp-OutputArea-output").filter(has=page.locator("td a[title]")).first.inner_text()
+        first_table = page.locator(".jp-OutputArea-output").filter(has=page.locator("td a[title]")).first
+        first_table.scroll_into_view_if_needed()  # part 03 is far down: a cell out of view lays out no text
+        page.wait_for_function("(output) => output.innerText.trim().length > 0", arg=first_table.element_handle())
+        shown = first_table.inner_text()
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=120_000)
         page.get_by_role("menuitem", name="Edit").click()
         page.get_by_text("Clear Outputs of All Cells", exact=True).click()  # the stored ones
         page.wait_for_function(f"({TITLES})().length === 0")
         page.get_by_role("menuitem", name="Run").click()
         page.get_by_text("Run All Cells", exact=True).click()
-        page.wait_for_function(f"({TITLES})().length > 0 || document.getElementById('mha-kernel-failed') || "
+        page.wait_for_function(f"({TITLES})().length >= {len(every)} || document.getElementById('mha-kernel-failed') || "
                                "document.querySelector('.jp-OutputArea-output[data-mime-type="
                                "\"application/vnd.jupyter.stderr\"]')", timeout=180_000)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_text_contents()
@@ -406,13 +411,15 @@ def test_numbers_explain_themselves_in_the_notebook_app_as_stored_and_when_run(l
         boxes_when_run = page.evaluate(BOXES)
         figure = page.locator(".jp-OutputArea-output td a[title]").first
         figure.focus()
-        page.screenshot(path=str(tmp_path / "03.png"))
+        page.screenshot(path=str(tmp_path / "02-06.png"))
         page.close()
         blocked = list(context.blocked)
     assert errors == [], errors
-    assert as_opened == [[title, "0"] for title in stored]  # the sanitiser kept every title, and the tabindex
+    assert as_opened == [[title, "0"] for title in every]  # the sanitiser kept every title, and the tabindex
     assert shown.startswith("scores, head 0 (5x5)\n"), shown[:80]  # nothing above the table's caption
-    assert when_run == [[title, "0"] for title in expected]  # the kernel's: CPython's explanations, entry by entry
+    assert len(when_run) == len(every) and all(tabindex == "0" for _, tabindex in when_run)
+    # the kernel's scores: CPython's explanations, entry by entry
+    assert when_run[before:before + len(expected)] == [[title, "0"] for title in expected]
     # Each matrix scrolls in a box of its own; its row labels stay in view in a cell's output the learner ran
     # (JupyterLab trusts it), not in the stored one (the sanitiser allows position static, relative, absolute).
     assert boxes_as_opened and {tuple(box) for box in boxes_as_opened} == {("auto", "static")}, boxes_as_opened

@@ -34,7 +34,7 @@ def test_at_most_30_names_at_the_top_and_few_exported_in_all():
     # attention adds four: feed_forward, encoder_layer, BlockWeights and its picture, block_diagram.
     # Issue 22's model that read a book adds the 9 names notebook 07b imports from reading.py and
     # the 6 circuits it reads from the weights (circuits.py). Issue 23's numbers that explain themselves add
-    # the 3 explained views notebooks 03-05 show (display.py), and its small multiples one: panels
+    # the 3 explained views notebook 02-06 shows in parts 03-05 (display.py), and its small multiples one: panels
     # (heatmaps side by side, as 07b draws each head).
     assert len(exported_names()) <= 120
 

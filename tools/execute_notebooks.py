@@ -1,7 +1,7 @@
 """Re-execute notebooks top to bottom in a fresh kernel and store them clean.
 
     python tools/execute_notebooks.py                 # every notebook in notebooks/ and notebooks/exercises/
-    python tools/execute_notebooks.py notebooks/03_scores.ipynb
+    python tools/execute_notebooks.py notebooks/02-06_the_layer_step_by_step.ipynb
 
 Each notebook runs in its own folder (as nbval runs it), with no timing
 metadata recorded; volatile metadata is stripped, printed chunks are joined,

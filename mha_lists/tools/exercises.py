@@ -1,12 +1,13 @@
 """Exercises that check themselves: the checks, student copies, and grading that cannot be fooled.
 
-The exercise notebooks (``notebooks/exercises/NN_*.ipynb``, NN = the core notebook) use
-nbgrader's format: a solution cell (a function whose body sits between ``### BEGIN SOLUTION``
-and ``### END SOLUTION``) followed by a locked check cell worth some points. The check cell's
-visible lines call ``check_close`` on the running example; its ``### BEGIN HIDDEN TESTS`` /
-``### END HIDDEN TESTS`` region calls the learner's function again on inputs drawn from a seed
-that only the teacher's copy holds, and compares with the module's own answer. A function that
-returns a copied expected value passes the visible check and fails the hidden one.
+The exercise notebooks (``notebooks/exercises/NN_*.ipynb``, NN = the core notebook they practise;
+02 to 06 are the parts of notebook 02-06) use nbgrader's format: a solution cell (a function whose
+body sits between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) followed by a locked check cell
+worth some points. The check cell's visible lines call ``check_close`` on the running example; its
+``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS`` region calls the learner's function again on
+inputs drawn from a seed that only the teacher's copy holds, and compares with the module's own
+answer. A function that returns a copied expected value passes the visible check and fails the
+hidden one.
 
     python -m mha_lists.tools.exercises student-copies student-copies/   # what students get
     python -m mha_lists.tools.exercises score alice/*.ipynb               # points per notebook
