@@ -89,14 +89,13 @@ def test_guide_try_this_answers_recompute():
     assert f"from 64 to {matmul([[1, 2, 3], [4, 5, 6]], [[7, 8], [9, 10], [11, 0]])[0][1]:.0f}" in answers
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
-    assert f"`<EOS>` is {trace.attention[0][1][4]:.4f}" in answers
-    assert f"With `10 * s` it is {softmax([10 * s for s in trace.scores[0][1]])[4]:.6f}" in answers
+    assert f"(`<EOS>`) puts {trace.attention[0][-1][-1]:.4f} on itself" in answers
+    assert f"With `10 * s` that weight is {softmax([10 * s for s in trace.scores[0][-1]])[-1]:.6f}" in answers
+    assert ", ".join(f"{w:.3f}" for w in softmax([s / 10 for s in trace.scores[0][-1]])) in answers
     book = running_example(trained=True, sentence="the cat. the cat")  # 02-06's second "Try this"
-    hits = [sum(S[q].index(max(S[q][:q + 1])) == q - 1 for q in range(1, len(S)))
-            for S in attention_trace(book.x, book.weights).scores]
-    assert f"in {hits[0]} of {len(book.tokens) - 1} rows (head 1: {hits[1]}, head 2: {hits[2]})" in answers
     causal = attention_trace(book.x, book.weights, mask=causal_mask(len(book.tokens))).attention
-    assert f"its mean weight on the character before is {previous_share(causal[0]):.2f}" in answers
+    shares = [f"{previous_share(A):.2f}" for A in causal]
+    assert f"are {shares[0]} for head 0 (head 1: {shares[1]}, head 2: {shares[2]})" in answers
     assert f"is {parameter_count(init_mha_weights(768, 12, seed=0, bias=True)):,}" in answers
     mqa = init_mha_weights(16, 2, seed=0, num_kv_heads=1)
     counts = attention_trace(ex.x, mqa).multiply_adds
