@@ -283,3 +283,17 @@ def test_the_module_is_all_functions_and_two_classes():
     assert set(display.__all__) == {"format_number", "format_matrix", "print_matrix", "heatmap", "attention_heatmap",
                                     "bar_chart", "panels", "show", "explained_scores", "explained_weights",
                                     "explained_outputs"}
+
+
+def test_a_signed_table_is_coloured_around_zero_red_below_blue_above():
+    def backgrounds(hm):
+        return re.findall(r"background:(rgb\([^)]*\))", hm._repr_html_())
+    signed = heatmap([[-2.0, 0.0, 1.0, 2.0]], title="signed")
+    assert backgrounds(signed) == ["rgb(214,39,40)", "rgb(255,255,255)", "rgb(144,178,255)", "rgb(33,102,255)"]
+    assert "red: below 0, blue: above 0" in signed._repr_html_()
+    # one scale for both signs: -1 is as pale a red as +1 is a pale blue, though the largest size is 4
+    lopsided = backgrounds(heatmap([[-1.0, 1.0, 4.0]]))
+    assert lopsided[0] == "rgb(245,201,201)" and lopsided[1] == "rgb(200,217,255)"
+    # no negative entry: white at the smallest, blue at the largest, and no sign legend
+    plain = heatmap([[1.0, 3.0]], title="plain")
+    assert backgrounds(plain) == ["rgb(255,255,255)", "rgb(33,102,255)"] and "below 0" not in plain._repr_html_()

@@ -165,10 +165,16 @@ def print_matrix(M: Sequence[Sequence[float]], **options) -> None:  # (n, m)
 
 
 def _cell_colour(t: float) -> tuple[str, str]:
-    """Background and text colour for a value scaled to t in [0, 1]: white to deep blue."""
-    t = min(max(t, 0.0), 1.0)
-    red, green = round(255 - 222 * t), round(255 - 153 * t)
-    return f"rgb({red},{green},255)" if t < 0.999 else "rgb(33,102,255)", "#fff" if t > 0.55 else "#000"
+    """Background and text colour for a value scaled to t in [-1, 1]: deep red at -1, white at 0, deep blue
+    at 1 (a table with no negative entry uses only the blue half)."""
+    t = min(max(t, -1.0), 1.0)
+    if t <= -0.999:
+        background = "rgb(214,39,40)"
+    elif t < 0:
+        background = f"rgb({round(255 - 41 * -t)},{round(255 - 216 * -t)},{round(255 - 215 * -t)})"
+    else:
+        background = f"rgb({round(255 - 222 * t)},{round(255 - 153 * t)},255)" if t < 0.999 else "rgb(33,102,255)"
+    return background, "#fff" if abs(t) > 0.55 else "#000"
 
 
 def check_colour_range(func: str, vmin: object, vmax: object) -> None:
@@ -223,9 +229,13 @@ class Heatmap:
 
     def table_html(self) -> str:
         """The bare HTML table, for a page that puts it in a scrolling box of its own."""
-        # Halves: halving is exact (short of subnormals), so the fractions are the same, and a range as
-        # wide as float64's (1e308 - -1e308) stays finite.
-        half_span = (self.vmax / 2 - self.vmin / 2) or 1.0
+        # A table with a negative entry is coloured around 0: red below, blue above, white at 0, on one scale
+        # for both signs (the largest size either way). Otherwise white at vmin, blue at vmax. Halves: halving
+        # is exact (short of subnormals), so the fractions are the same, and a range as wide as float64's
+        # (1e308 - -1e308) stays finite.
+        signed = self.vmin < 0
+        half_span = (max(-self.vmin, self.vmax) / 2 if signed else self.vmax / 2 - self.vmin / 2) or 1.0
+        low = 0.0 if signed else self.vmin
         # nowrap: a narrow screen scrolls the table rather than split a minus sign from its number
         cell = "padding:4px 8px;text-align:center;font-family:monospace;border:1px solid #ddd;white-space:nowrap;"
         head = "padding:4px 8px;font-family:monospace;white-space:nowrap;"
@@ -238,14 +248,18 @@ class Heatmap:
         out = ['<table style="border-collapse:collapse;margin:4px 0;">']
         if self.title is not None or self.note is not None:
             title = "" if self.title is None else f"{html.escape(self.title)} ({self.n}x{self.m})"
-            note = "" if self.note is None else f'<div style="font-weight:normal;font-size:90%;">{html.escape(self.note)}</div>'
+            words = [self.note] if self.note is not None else []
+            if signed:
+                words.append("red: below 0, blue: above 0, white: 0")
+            note = "" if not words else \
+                f'<div style="font-weight:normal;font-size:90%;">{html.escape("; ".join(words))}</div>'
             out.append(f'<caption style="caption-side:top;text-align:left;font-weight:bold;">{title}{note}</caption>')
         out.append(f"<tr><th style=\"{label}\"></th>" + "".join(
             f'<th style="{head}">{html.escape(c)}</th>' for c in self.cols) + "</tr>")
         for i, (name, row) in enumerate(zip(self.rows, self.M)):
             tds = []
             for j, x in enumerate(row):
-                t = 0.0 if not math.isfinite(x) else (x / 2 - self.vmin / 2) / half_span
+                t = 0.0 if not math.isfinite(x) else (x / 2 - low / 2) / half_span
                 bg, fg = _cell_colour(t)
                 if self.numbers:
                     tds.append(self._cell(i, j, format_number(x, self.digits), f"{cell}background:{bg};color:{fg};"))
