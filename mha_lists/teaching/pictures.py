@@ -563,7 +563,7 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
             'stroke="#bbbbbb"/>',
             f'<line x1="{_n(cx)}" y1="{_n(cy - size / 2 + 10)}" x2="{_n(cx)}" y2="{_n(cy + size / 2 - 10)}" '
             'stroke="#bbbbbb"/>']
-    body += _arrow(cx, cy, *at(q), colour="#0072B2", width=6, head=14)  # under the keys, so a key on it shows
+    body += _arrow(cx, cy, *at(q), colour="#9CC8EA", width=12, head=22)  # a pale band under the keys: a key on it shows
     # Keys at the same point share one label.
     groups: dict[tuple[float, float], list[int]] = {}
     for j, k in enumerate(K):
@@ -586,7 +586,7 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
     mx, my = (cx + qx) / 2 + nx * 14, (cy + qy) / 2 + ny * 14 + 4
     body.append(_text(mx, my, f"q ({tokens[query]}) = ({_value(q[0])}, {_value(q[1])})",
                       anchor="start" if nx > 0.3 else "middle", weight="bold", fill="#0072B2"))
-    body.append(_text(10, height - 10, "thick blue arrow: the query; dashed grey: keys; solid orange, ringed ★: the "
+    body.append(_text(10, height - 10, "wide pale-blue arrow: the query; dashed grey: keys; solid orange, ringed ★: the "
                       "key with the largest q·k", size=11, fill="#333333"))
     text = (f"{func}: query {tokens[query]} = ({_value(q[0])}, {_value(q[1])}); q·k: "
             + ", ".join(f"{keys[j]} {_value(s)}" for j, s in enumerate(scores))
