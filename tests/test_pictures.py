@@ -17,8 +17,8 @@ from mha_lists.core.checks import ShapeError
 from mha_lists.teaching.lists_as_matrices import matmul
 from mha_lists.teaching.example import running_example
 from mha_lists.teaching.paper import paper_example
-from mha_lists.teaching.pictures import (HEAD_STYLES, MAX_HEADS, MAX_TOKENS, Picture, attention_lines, line_chart,
-                                         pipeline, query_key_arrows)
+from mha_lists.teaching.pictures import (HEAD_STYLES, MAX_HEADS, MAX_TOKENS, Picture, attention_lines,
+                                         induction_circuit, line_chart, pipeline, query_key_arrows)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"
@@ -61,6 +61,9 @@ MESSAGES = {
     "marks count": "line_chart: marks has {n} entries; at most 10000 (MAX_POINTS)",
     "marks x": "line_chart: marks has x = {x}; marks must be numbers from {first} to {last}",
     "marks label": "line_chart: marks[{x}] must be a str label, got {value}",
+    "circuit tokens": "induction_circuit: tokens has {T} tokens; at most 32 fit in one picture (MAX_TOKENS)",
+    "circuit matrix": "induction_circuit: {name} must be one head's (T, T) attention matrix, got {value}",
+    "circuit query": "induction_circuit: query is {value}; it must be a position from 0 to {last}",
 }
 
 
@@ -485,6 +488,11 @@ MESSAGE_CASES = [
     ("marks x", lambda: line_chart([1.0, 2.0], x_values=[0.5, 2.5], marks={"a": "x"}, **CHART), ValueError,
      dict(x="'a'", first=0.5, last=2.5)),
     ("marks label", lambda: line_chart([1.0, 2.0], marks={1: 2}, **CHART), TypeError, dict(x=1, value=2)),
+    ("circuit tokens", lambda: induction_circuit(["a"] * 33, [[1.0] * 33] * 33, [[1.0] * 33] * 33, 0), ShapeError,
+     dict(T=33)),
+    ("circuit matrix", lambda: induction_circuit(["a"], [1.0], [[1.0]], 0), TypeError, dict(name="previous", value="[1.0]")),
+    ("circuit query", lambda: induction_circuit(["a", "b"], [[1, 0], [1, 0]], [[1, 0], [1, 0]], 2), ValueError,
+     dict(value=2, last=1)),
 ]
 
 
@@ -607,3 +615,39 @@ def test_line_chart_has_round_ticks_and_guides():
             line_chart([1.0, 2.0], title="t", x_label="x", y_label="y", guides=bad)
     with pytest.raises(ValueError, match="^line_chart: the values and guides are too large"):
         line_chart([1.0, 2.0], title="t", x_label="x", y_label="y", guides={-1.7e308: "a", 1.7e308: "b"})
+
+
+# === The induction circuit, drawn on the sentence ===
+
+# "abxab": a previous-token head (each token reads the one before it; the first reads itself) and an induction
+# head whose second 'a' (position 3) reads the 'b' at 1, which followed the first 'a'.
+ABXAB = list("abxab")
+PREVIOUS = [[1, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 1, 0]]
+INDUCTION = [[1, 0, 0, 0, 0]] * 3 + [[0, 0.9, 0, 0.1, 0], [0, 0, 0, 0, 1]]
+
+
+def test_the_circuit_follows_the_induction_head_then_the_previous_token_head():
+    picture = induction_circuit(ABXAB, PREVIOUS, INDUCTION, 3)
+    root = parse(picture)
+    assert "at 3 'a' reads 1 'b' most (0.90)" in picture.text and "at 1 'b' reads 0 'a' most (1.00)" in picture.text
+    assert picture.text.endswith("so the circuit predicts 'b'")
+    shown = texts(root)
+    assert "induction head: 'a' reads 'b' (0.90)" in shown and "previous-token head: 'b' reads 'a' (1.00)" in shown
+    assert len(root.findall(f"{SVG}path")) == 2  # two arcs: one per head
+    boxes = [r for r in root.iter(f"{SVG}rect") if r.get("width") == "26"]
+    assert len(boxes) == 5 and [b.get("fill") for b in boxes][:4] == ["#e3e3e3", "#fbd9c4", "#ffffff", "#cfe3f5"]
+
+
+def test_the_circuit_says_when_there_is_no_copy_to_make():
+    # at 4 'b' the induction head reads itself; the previous-token head there reads 'a', not 'b'
+    picture = induction_circuit(ABXAB, PREVIOUS, INDUCTION, 4)
+    assert picture.text.endswith("3 does not hold the query's token 'b' before 4: no copy to hand on here")
+    assert "no copy here" in " ".join(texts(parse(picture)))
+
+
+def test_the_circuit_names_spaces_and_keeps_its_arguments():
+    tokens, previous, induction = list("a a"), [[1, 0, 0], [1, 0, 0], [0, 1, 0]], [[1, 0, 0], [1, 0, 0], [0, 1, 0]]
+    before = copy.deepcopy((tokens, previous, induction))
+    picture = induction_circuit(tokens, previous, induction, 2, title="mine")
+    assert "'␣'" in picture.text and parse(picture).find(f"{SVG}title").text == "mine"
+    assert (tokens, previous, induction) == before

@@ -36,7 +36,7 @@ from ..core.softmax_and_masks import Mask
 from .block import LAYER_NORM_EPS, BlockWeights, block_steps, check_block
 from .example import Example, running_example
 
-__all__ = ["pipeline", "attention_lines", "query_key_arrows", "line_chart", "block_diagram"]
+__all__ = ["pipeline", "attention_lines", "query_key_arrows", "induction_circuit", "line_chart", "block_diagram"]
 
 MAX_TOKENS = 32  # tokens (queries or keys) in one picture
 MAX_HEADS = 16  # heads in one attention_lines picture
@@ -593,6 +593,87 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
             + "; wins: " + ", ".join(keys[j] for j in winners))
     return Picture(_svg(width, height, heading, text, body), text)
 
+
+
+def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix, query: int, *,
+                      title: Optional[str] = None) -> Picture:  # previous, induction (T, T)
+    """The two heads of an induction circuit at one query, drawn on the sentence itself.
+
+    ``previous`` is a previous-token head's attention and ``induction`` an induction head's, each
+    (T, T) (a later layer's head reads what an earlier one wrote). Below the row of tokens: the
+    induction head's strongest link from ``query``, to key k. Above it: the previous-token head's
+    strongest link from k, to p. When p holds the query's token, k is what followed that token last
+    time, and the induction head hands it on: the circuit predicts tokens[k] next. The text says
+    whether it does.
+
+    >>> induction_circuit(list("abxab"), [[1, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0],
+    ...                   [0, 0, 0, 1, 0]], [[1, 0, 0, 0, 0]] * 3 + [[0, 1, 0, 0, 0]] * 2, query=3)
+    induction_circuit: the induction head at 3 'a' reads 1 'b' most (1.00); the previous-token head at 1 'b' reads 0 'a' most (1.00); 0 holds 'a', the query's token: 'b' followed 'a' last time, so the circuit predicts 'b'
+    """
+    func = "induction_circuit"
+    T = check_labels(func, "tokens", tokens)
+    if T > MAX_TOKENS:
+        raise ShapeError(f"{func}: tokens has {T} tokens; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
+    for name, M in (("previous", previous), ("induction", induction)):
+        if not isinstance(M, (list, tuple)) or not M or not isinstance(M[0], (list, tuple)):
+            raise TypeError(f"{func}: {name} must be one head's (T, T) attention matrix, got {shorten(M)}")
+        check_head_weights(func, name, M, (T, T))
+    if not 0 <= check_int(func, "query", query) < T:
+        raise ValueError(f"{func}: query is {shorten(query)}; it must be a position from 0 to {T - 1}")
+    if title is not None:
+        check_type(func, "title", title, str, "a str")
+
+    k = max(range(T), key=induction[query].__getitem__)  # the key the induction head reads most (the first of ties)
+    p = max(range(T), key=previous[k].__getitem__)  # what the previous-token head reads from there
+    copies = tokens[p] == tokens[query] and p < k
+    shown = [t if t.strip() else "␣" for t in tokens]
+    said = (f"the induction head at {query} {shown[query]!r} reads {k} {shown[k]!r} most ({induction[query][k]:.2f}); "
+            f"the previous-token head at {k} {shown[k]!r} reads {p} {shown[p]!r} most ({previous[k][p]:.2f}); ")
+    said += (f"{p} holds {shown[p]!r}, the query's token: {shown[k]!r} followed {shown[p]!r} last time, so the circuit "
+             f"predicts {shown[k]!r}" if copies else
+             f"{p} does not hold the query's token {shown[query]!r} before {k}: no copy to hand on here")
+    text = f"{func}: {said}"
+
+    box, gap, side = 26.0, 6.0, 30.0
+    width = max(2 * side + T * (box + gap) - gap, 560.0)
+    left = (width - (T * (box + gap) - gap)) / 2
+    row_y, height = 150.0, 300.0
+
+    def centre(j: int) -> float:
+        return left + j * (box + gap) + box / 2
+
+    heading = title if title is not None else f"The induction circuit at {shown[query]!r}, position {query}"
+    body = [_text(width / 2, 22, heading, anchor="middle", size=14, weight="bold")]
+    for j, t in enumerate(shown):  # the sentence, one box per token, the three that matter filled
+        fill = {query: "#cfe3f5", k: "#fbd9c4", p: "#e3e3e3"}.get(j, "#ffffff")
+        body.append(f'<rect x="{_n(centre(j) - box / 2)}" y="{_n(row_y - box / 2)}" width="{_n(box)}" '
+                    f'height="{_n(box)}" fill="{fill}" stroke="#888888"/>')
+        body.append(_text(centre(j), row_y + 5, t, anchor="middle", size=14, weight="bold" if j in (query, k, p) else "normal"))
+        body.append(_text(centre(j), row_y + box / 2 + 12, str(j), anchor="middle", size=9, fill="#777777"))
+
+    def arc(a: int, b: int, up: bool, colour: str, label: str) -> list[str]:
+        """A curved arrow from box a to box b, above the row (up) or below it, with its label at its peak."""
+        x1, x2 = centre(a), centre(b)
+        y = row_y - box / 2 - 2 if up else row_y + box / 2 + 16
+        bend = min(90.0, 25.0 + 6.0 * abs(a - b)) * (-1 if up else 1)
+        peak_y = y + bend * 0.75
+        parts = [f'<path d="M {_n(x1)} {_n(y)} Q {_n((x1 + x2) / 2)} {_n(y + bend * 1.5)} {_n(x2)} {_n(y)}" '
+                 f'fill="none" stroke="{colour}" stroke-width="2.5"/>']
+        if a != b:  # the arrowhead at b, pointing back at the row
+            d = 6.0 if up else -6.0
+            parts.append(f'<polygon points="{_n(x2)},{_n(y)} {_n(x2 - 5)},{_n(y - d * 1.6)} {_n(x2 + 5)},{_n(y - d * 1.6)}" '
+                         f'fill="{colour}"/>')
+        parts.append(_text((x1 + x2) / 2, peak_y + (-6 if up else 14), label, anchor="middle", weight="bold", fill=colour))
+        return parts
+
+    body += arc(k, p, True, "#D55E00", f"previous-token head: {shown[k]!r} reads {shown[p]!r} ({previous[k][p]:.2f})")
+    body += arc(query, k, False, "#0072B2", f"induction head: {shown[query]!r} reads {shown[k]!r} ({induction[query][k]:.2f})")
+    verdict = (f"{shown[p]!r} came before {shown[k]!r}, and {shown[query]!r} is here now: the circuit predicts {shown[k]!r} next"
+               if copies else f"the token before {shown[k]!r} is not {shown[query]!r}: no copy here")
+    body.append(_text(width / 2, height - 14, verdict, anchor="middle", size=13, weight="bold", fill="#333333"))
+    desc = ("The sentence as a row of boxes. Above it, an orange arc: where the previous-token head reads from key k. "
+            f"Below it, a blue arc: where the induction head reads from the query. {text}")
+    return Picture(_svg(width, height, heading, desc, body), text)
 
 # === A line chart ===
 
