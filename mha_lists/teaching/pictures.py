@@ -586,13 +586,12 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
     mx, my = (cx + qx) / 2 + nx * 14, (cy + qy) / 2 + ny * 14 + 4
     body.append(_text(mx, my, f"q ({tokens[query]}) = ({_value(q[0])}, {_value(q[1])})",
                       anchor="start" if nx > 0.3 else "middle", weight="bold", fill="#0072B2"))
-    body.append(_text(10, height - 10, "wide pale-blue arrow: the query; dashed grey: keys; solid orange, ringed ★: the "
-                      "key with the largest q·k", size=11, fill="#333333"))
+    body.append(_text(10, height - 10, "wide pale-blue arrow: the query; dashed grey: keys; solid orange, ringed ★: "
+                      "the key with the largest q·k", size=11, fill="#333333"))
     text = (f"{func}: query {tokens[query]} = ({_value(q[0])}, {_value(q[1])}); q·k: "
             + ", ".join(f"{keys[j]} {_value(s)}" for j, s in enumerate(scores))
             + "; wins: " + ", ".join(keys[j] for j in winners))
     return Picture(_svg(width, height, heading, text, body), text)
-
 
 
 def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix, query: int, *,
@@ -648,7 +647,8 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
         fill = {query: "#cfe3f5", k: "#fbd9c4", p: "#e3e3e3"}.get(j, "#ffffff")
         body.append(f'<rect x="{_n(centre(j) - box / 2)}" y="{_n(row_y - box / 2)}" width="{_n(box)}" '
                     f'height="{_n(box)}" fill="{fill}" stroke="#888888"/>')
-        body.append(_text(centre(j), row_y + 5, t, anchor="middle", size=14, weight="bold" if j in (query, k, p) else "normal"))
+        weight = "bold" if j in (query, k, p) else "normal"
+        body.append(_text(centre(j), row_y + 5, t, anchor="middle", size=14, weight=weight))
         body.append(_text(centre(j), row_y + box / 2 + 12, str(j), anchor="middle", size=9, fill="#777777"))
 
     def arc(a: int, b: int, up: bool, colour: str, label: str) -> list[str]:
@@ -661,19 +661,23 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
                  f'fill="none" stroke="{colour}" stroke-width="2.5"/>']
         if a != b:  # the arrowhead at b, pointing back at the row
             d = 6.0 if up else -6.0
-            parts.append(f'<polygon points="{_n(x2)},{_n(y)} {_n(x2 - 5)},{_n(y - d * 1.6)} {_n(x2 + 5)},{_n(y - d * 1.6)}" '
-                         f'fill="{colour}"/>')
-        parts.append(_text((x1 + x2) / 2, peak_y + (-6 if up else 14), label, anchor="middle", weight="bold", fill=colour))
+            parts.append(f'<polygon points="{_n(x2)},{_n(y)} {_n(x2 - 5)},{_n(y - d * 1.6)} '
+                         f'{_n(x2 + 5)},{_n(y - d * 1.6)}" fill="{colour}"/>')
+        middle = min(max((x1 + x2) / 2, 160.0), width - 160.0)  # a label of about 40 characters stays on the page
+        parts.append(_text(middle, peak_y + (-6 if up else 14), label, anchor="middle", weight="bold", fill=colour))
         return parts
 
-    body += arc(k, p, True, "#D55E00", f"previous-token head: {shown[k]!r} reads {shown[p]!r} ({previous[k][p]:.2f})")
-    body += arc(query, k, False, "#0072B2", f"induction head: {shown[query]!r} reads {shown[k]!r} ({induction[query][k]:.2f})")
-    verdict = (f"{shown[p]!r} came before {shown[k]!r}, and {shown[query]!r} is here now: the circuit predicts {shown[k]!r} next"
-               if copies else f"the token before {shown[k]!r} is not {shown[query]!r}: no copy here")
+    body += arc(k, p, True, "#D55E00",
+                f"previous-token head: {shown[k]!r} reads {shown[p]!r} ({previous[k][p]:.2f})")
+    body += arc(query, k, False, "#0072B2",
+                f"induction head: {shown[query]!r} reads {shown[k]!r} ({induction[query][k]:.2f})")
+    verdict = (f"{shown[p]!r} came before {shown[k]!r}, and {shown[query]!r} is here now: the circuit predicts "
+               f"{shown[k]!r} next" if copies else f"the token before {shown[k]!r} is not {shown[query]!r}: no copy here")
     body.append(_text(width / 2, height - 14, verdict, anchor="middle", size=13, weight="bold", fill="#333333"))
     desc = ("The sentence as a row of boxes. Above it, an orange arc: where the previous-token head reads from key k. "
             f"Below it, a blue arc: where the induction head reads from the query. {text}")
     return Picture(_svg(width, height, heading, desc, body), text)
+
 
 # === A line chart ===
 
