@@ -64,6 +64,7 @@ MESSAGES = {
     "circuit tokens": "induction_circuit: tokens has {T} tokens; at most 32 fit in one picture (MAX_TOKENS)",
     "circuit matrix": "induction_circuit: {name} must be one head's (T, T) attention matrix, got {value}",
     "circuit query": "induction_circuit: query is {value}; it must be a position from 0 to {last}",
+    "circuit unit": "induction_circuit: unit must be a str, got {value} ({type})",
 }
 
 
@@ -493,6 +494,7 @@ MESSAGE_CASES = [
     ("circuit matrix", lambda: induction_circuit(["a"], [1.0], [[1.0]], 0), TypeError, dict(name="previous", value="[1.0]")),
     ("circuit query", lambda: induction_circuit(["a", "b"], [[1, 0], [1, 0]], [[1, 0], [1, 0]], 2), ValueError,
      dict(value=2, last=1)),
+    ("circuit unit", lambda: induction_circuit(["a"], [[1.0]], [[1.0]], 0, unit=1), TypeError, dict(value=1, type="int")),
 ]
 
 
@@ -651,3 +653,7 @@ def test_the_circuit_names_spaces_and_keeps_its_arguments():
     picture = induction_circuit(tokens, previous, induction, 2, title="mine")
     assert "'␣'" in picture.text and parse(picture).find(f"{SVG}title").text == "mine"
     assert (tokens, previous, induction) == before
+    by_character = induction_circuit(tokens, previous, induction, 2, unit="character")
+    assert "the previous-character head at 1" in by_character.text
+    assert "previous-character head: '␣' reads 'a' (1.00)" in texts(parse(by_character))
+    assert "previous-token" not in by_character.svg

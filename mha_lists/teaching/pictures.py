@@ -595,7 +595,7 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
 
 
 def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix, query: int, *,
-                      title: Optional[str] = None) -> Picture:  # previous, induction (T, T)
+                      title: Optional[str] = None, unit: str = "token") -> Picture:  # previous, induction (T, T)
     """The two heads of an induction circuit at one query, drawn on the sentence itself.
 
     ``previous`` is a previous-token head's attention and ``induction`` an induction head's, each
@@ -603,7 +603,8 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
     induction head's strongest link from ``query``, to key k. Above it: the previous-token head's
     strongest link from k, to p. When p holds the query's token, k is what followed that token last
     time, and the induction head hands it on: the circuit predicts tokens[k] next. The text says
-    whether it does.
+    whether it does. ``unit`` names what a token is in the labels: "previous-character head" for a
+    model that reads characters.
 
     >>> induction_circuit(list("abxab"), [[1, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0],
     ...                   [0, 0, 0, 1, 0]], [[1, 0, 0, 0, 0]] * 3 + [[0, 1, 0, 0, 0]] * 2, query=3)
@@ -621,13 +622,14 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
         raise ValueError(f"{func}: query is {shorten(query)}; it must be a position from 0 to {T - 1}")
     if title is not None:
         check_type(func, "title", title, str, "a str")
+    check_type(func, "unit", unit, str, "a str")
 
     k = max(range(T), key=induction[query].__getitem__)  # the key the induction head reads most (the first of ties)
     p = max(range(T), key=previous[k].__getitem__)  # what the previous-token head reads from there
     copies = tokens[p] == tokens[query] and p < k
     shown = [t if t.strip() else "␣" for t in tokens]
     said = (f"the induction head at {query} {shown[query]!r} reads {k} {shown[k]!r} most ({induction[query][k]:.2f}); "
-            f"the previous-token head at {k} {shown[k]!r} reads {p} {shown[p]!r} most ({previous[k][p]:.2f}); ")
+            f"the previous-{unit} head at {k} {shown[k]!r} reads {p} {shown[p]!r} most ({previous[k][p]:.2f}); ")
     said += (f"{p} holds {shown[p]!r}, the query's token: {shown[k]!r} followed {shown[p]!r} last time, so the circuit "
              f"predicts {shown[k]!r}" if copies else
              f"{p} does not hold the query's token {shown[query]!r} before {k}: no copy to hand on here")
@@ -668,14 +670,15 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
         return parts
 
     body += arc(k, p, True, "#D55E00",
-                f"previous-token head: {shown[k]!r} reads {shown[p]!r} ({previous[k][p]:.2f})")
+                f"previous-{unit} head: {shown[k]!r} reads {shown[p]!r} ({previous[k][p]:.2f})")
     body += arc(query, k, False, "#0072B2",
                 f"induction head: {shown[query]!r} reads {shown[k]!r} ({induction[query][k]:.2f})")
     verdict = (f"{shown[p]!r} came before {shown[k]!r}, and {shown[query]!r} is here now: the circuit predicts "
-               f"{shown[k]!r} next" if copies else f"the token before {shown[k]!r} is not {shown[query]!r}: no copy here")
+               f"{shown[k]!r} next" if copies else
+               f"the {unit} before {shown[k]!r} is not {shown[query]!r}: no copy here")
     body.append(_text(width / 2, height - 14, verdict, anchor="middle", size=13, weight="bold", fill="#333333"))
-    desc = ("The sentence as a row of boxes. Above it, an orange arc: where the previous-token head reads from key k. "
-            f"Below it, a blue arc: where the induction head reads from the query. {text}")
+    desc = (f"The sentence as a row of boxes. Above it, an orange arc: where the previous-{unit} head reads from "
+            f"key k. Below it, a blue arc: where the induction head reads from the query. {text}")
     return Picture(_svg(width, height, heading, desc, body), text)
 
 
