@@ -83,6 +83,8 @@ def test_a_weight_by_hand():
                                "0.3333 / 1.3333 = 0.2500\nthe row's e^(s - max): 0.3333 (a) + 1.0000 (b) = 1.3333")
     assert titles(view)[3] == "weight[1][1], b → b = 0 exactly: the mask hides this key (score -inf, e^-inf = 0)"
     assert titles(view)[2].endswith("the row's e^(s - max): 1.0000 (a) = 1.0000 (1 masked key add 0)")
+    negative = explained_weights([[-1.0, -2.0]], ["a"], ["a", "b"])  # the maximum is negative: in brackets
+    assert titles(negative)[1].startswith("weight[0][1], a → b = e^(s - max) / total\n= e^(-2.0000 - (-1.0000)) / ")
 
 
 def test_an_output_by_hand():

@@ -650,7 +650,8 @@ def explained_weights(scores: Matrix, tokens: Sequence[str], key_tokens: Optiona
             if s == -math.inf:
                 texts[-1].append(f"{name} = 0 exactly: the mask hides this key (score -inf, e^-inf = 0)")
             else:
-                texts[-1].append(f"{name} = e^(s - max) / total\n= e^({_long(s)} - {_long(top)}) / {_long(total)} = "
+                subtracted = _long(top) if top >= 0 else f"({_long(top)})"  # s - (-0.36), not s - -0.36
+                texts[-1].append(f"{name} = e^(s - max) / total\n= e^({_long(s)} - {subtracted}) / {_long(total)} = "
                                  f"{_long(exps[j])} / {_long(total)} = {_long(weights[-1][j])}\n{total_text}")
     return Explained(weights, texts, row_labels=list(tokens), col_labels=keys, digits=digits, title=title,
                      vmin=0.0, vmax=1.0, note="rows = queries, columns = keys")
