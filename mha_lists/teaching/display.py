@@ -503,10 +503,14 @@ class Explained(Heatmap):
                 f"{text}</a></td>")
 
 
+def _bracketed(text: str) -> str:
+    """A number shown after an operator: a negative one in brackets (``0.410×(-0.120)``, ``s - (-0.36)``)."""
+    return f"({text})" if text.startswith("-") else text
+
+
 def _short(x: float) -> str:
     """A factor inside an explanation: 3 decimals, a negative one in brackets (``0.410×(-0.120)``)."""
-    text = format_number(x, 3)
-    return f"({text})" if text.startswith("-") else text
+    return _bracketed(format_number(x, 3))
 
 
 def _long(x: float) -> str:
@@ -650,8 +654,8 @@ def explained_weights(scores: Matrix, tokens: Sequence[str], key_tokens: Optiona
             if s == -math.inf:
                 texts[-1].append(f"{name} = 0 exactly: the mask hides this key (score -inf, e^-inf = 0)")
             else:
-                subtracted = _long(top) if top >= 0 else f"({_long(top)})"  # s - (-0.36), not s - -0.36
-                texts[-1].append(f"{name} = e^(s - max) / total\n= e^({_long(s)} - {subtracted}) / {_long(total)} = "
+                texts[-1].append(f"{name} = e^(s - max) / total\n"
+                                 f"= e^({_long(s)} - {_bracketed(_long(top))}) / {_long(total)} = "
                                  f"{_long(exps[j])} / {_long(total)} = {_long(weights[-1][j])}\n{total_text}")
     return Explained(weights, texts, row_labels=list(tokens), col_labels=keys, digits=digits, title=title,
                      vmin=0.0, vmax=1.0, note="rows = queries, columns = keys")
