@@ -358,7 +358,7 @@ def check_block_and_init(ex):
         print(f"{'nn.MultiheadAttention(' + str(E) + ', ' + str(h) + ') init within torch_init bounds':55s} "
               f"in_proj max {top_in:.4f} <= {mha_in_proj_bound(E):.4f}, out_proj max {top_out:.4f} <= {linear_bound(E):.4f}: {fine}")
         ok &= fine
-        # notebook 07 says a plain nn.Linear (a q_proj) starts its bias at random, unlike nn.MultiheadAttention's
+        # a plain nn.Linear (a q_proj) starts its bias at random, unlike nn.MultiheadAttention's (notebook 15 draws one)
         linear = torch.nn.Linear(E, E)
         top_bias = linear.bias.abs().max().item()
         random_bias = 0 < top_bias <= linear_bound(E)
