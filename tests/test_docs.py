@@ -85,8 +85,20 @@ def test_guide_try_this_answers_recompute():
 
     from mha_lists import attention_trace, causal_mask, init_mha_weights, matmul, parameter_count, running_example, softmax
     from mha_lists.teaching.model import previous_share
+    from mha_lists.teaching.paper import paper_example
     answers = " ".join(section('Answers to "Try this"').split())
     assert f"from 64 to {matmul([[1, 2, 3], [4, 5, 6]], [[7, 8], [9, 10], [11, 0]])[0][1]:.0f}" in answers
+    paper = paper_example()  # 00a's answers 2 and 3
+    paper.weights.W_K[0][:] = [[2 * v for v in row] for row in paper.weights.W_K[0]]
+    doubled = attention_trace(paper.x, paper.weights).attention[0]
+    assert f"from 0.941 to {doubled[1][0]:.3f}" in answers and f"from 0.486 to {doubled[0][0]:.3f} each" in answers
+    paper = paper_example()
+    paper.x[2][2:] = [0, 1]
+    verb = attention_trace(paper.x, paper.weights)
+    assert f"still puts {verb.attention[0][2][1]:.3f} on `like`" in answers
+    assert f"every token puts {verb.attention[1][2][0]:.3f} on `I`" in answers
+    halves = [" ".join(f"{v:.3f}" for v in half) for half in (verb.output[2][:2], verb.output[2][2:])]
+    assert f"`{halves[0]} | {halves[1]}`" in answers
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
     assert f"(`<EOS>`) puts {trace.attention[0][-1][-1]:.4f} on itself" in answers

@@ -4,6 +4,7 @@ The worksheets built on this example are tested in tests/test_worksheet.py.
 """
 
 import copy
+import itertools
 import math
 import time
 
@@ -49,10 +50,10 @@ def test_paper_example_is_integers_up_to_the_raw_scores():
 def test_paper_example_worked_by_hand():
     ex = paper_example()
     t = attention_trace(ex.x, ex.weights)
-    # head 0: queries ask for the position one step back; keys are the positions, doubled
-    assert integer_matrix(t.Q[0]) == [[2, 0], [2, 0], [0, 2]]
+    # head 0: a query is the position a quarter turn back, a key the position itself, both doubled
+    assert integer_matrix(t.Q[0]) == [[0, -2], [2, 0], [0, 2]]
     assert integer_matrix(t.K[0]) == [[2, 0], [0, 2], [-2, 0]]
-    assert integer_matrix(raw_scores(t.Q[0], t.K[0])) == [[4, 0, -4], [4, 0, -4], [0, 4, 0]]
+    assert integer_matrix(raw_scores(t.Q[0], t.K[0])) == [[0, -4, 0], [4, 0, -4], [0, 4, 0]]
     # head 1: every query is (1, 1); only I (position 0, a noun) has a key
     assert integer_matrix(t.Q[1]) == [[1, 1]] * 3
     assert integer_matrix(raw_scores(t.Q[1], t.K[1])) == [[4, 0, 0]] * 3
@@ -63,9 +64,21 @@ def test_paper_heads_do_what_their_names_say():
     ex = paper_example()
     t = attention_trace(ex.x, ex.weights)
     strongest = [[row.index(max(row)) for row in A] for A in t.attention]
-    assert strongest[0] == [0, 0, 1]  # previous token: I -> I (nothing earlier), like -> I, transformers -> like
+    assert strongest[0][1:] == [0, 1]  # previous token: like -> I, transformers -> like
+    assert t.attention[0][0][0] == t.attention[0][0][2] > 0.48  # I, with nothing earlier, splits: I, transformers
     assert strongest[1] == [0, 0, 0]  # subject: everyone -> I
     assert ex.head_names == ["previous token", "subject"]
+
+
+def test_paper_previous_token_head_reads_only_positions():
+    # head 0's job holds whatever the tokens' types: every pattern of noun, verb or neither
+    ex = paper_example()
+    for types in itertools.product([[1, 0], [0, 1], [0, 0]], repeat=len(ex.x)):
+        x = [row[:2] + list(kind) for row, kind in zip(ex.x, types)]
+        A = attention_trace(x, ex.weights).attention[0]
+        for q in range(1, len(x)):
+            others = [a for j, a in enumerate(A[q]) if j != q - 1]
+            assert A[q][q - 1] > 0.85 and all(A[q][q - 1] > a for a in others), (types, q, A[q])
 
 
 def test_paper_example_returns_fresh_lists():
@@ -73,7 +86,7 @@ def test_paper_example_returns_fresh_lists():
     a.x[0][0] = 99
     a.weights.W_Q[0][0][0] = 99
     b = paper_example()
-    assert b.x[0][0] == 1 and b.weights.W_Q[0][0][0] == 1
+    assert b.x[0][0] == 1 and b.weights.W_Q[0][0][0] == 0
 
 
 def test_raw_scores_are_q_times_k_transposed():

@@ -9,8 +9,10 @@ the worksheets and their tests). Each token is four integers::
 (1, 0), (0, 1), (-1, 0). ``noun`` and ``verb`` say what it is. The weights are
 small integers chosen so that each head does one job a reader can name:
 
-- head 0, "the previous token": a query asks for the position one step back,
-  so ``like`` looks at ``I`` and ``transformers`` looks at ``like``;
+- head 0, "the previous token": a query is the position turned a quarter turn
+  back, so ``like`` looks at ``I`` and ``transformers`` looks at ``like``, whatever
+  their types; ``I`` has no token before it and splits its weight between the two
+  keys at right angles to its query, its own and ``transformers``'s;
 - head 1, "the subject": every query asks for the noun in position 0, so every
   token, ``like`` included, finds ``I``.
 
@@ -74,9 +76,9 @@ _X = [
 ]
 
 # Head 0, "the previous token". The key is the position, doubled: k = 2 (pos a, pos b).
-# The query is the position one step back, doubled, built from position and type:
-# I -> (2, 0) (no earlier token: ask for position 0, itself), like -> (2, 0), transformers -> (0, 2).
-_W_Q0 = [[1, -1], [2, 0], [1, 1], [0, 0]]
+# The query is the position a quarter turn back, doubled, (pos a, pos b) -> 2 (pos b, -pos a), from the
+# position alone: like -> (2, 0), I's key; transformers -> (0, 2), like's; I -> (0, -2), no token's.
+_W_Q0 = [[0, -2], [2, 0], [0, 0], [0, 0]]
 _W_K0 = [[2, 0], [0, 2], [0, 0], [0, 0]]
 # Head 1, "the subject". Every token is a noun or a verb, so every query is (1, 1);
 # the key adds pos a and noun, which only I (position 0, a noun) has both of: k = (2, 2).
@@ -104,8 +106,8 @@ def paper_example() -> PaperExample:
     >>> ex = paper_example()
     >>> ex.tokens, len(ex.x), len(ex.x[0]), len(ex.weights.W_Q)
     (['I', 'like', 'transformers'], 3, 4, 2)
-    >>> matmul(ex.x, ex.weights.W_Q[0])  # head 0's queries: like and transformers ask one step back
-    [[2.0, 0.0], [2.0, 0.0], [0.0, 2.0]]
+    >>> matmul(ex.x, ex.weights.W_Q[0])  # head 0's queries: each asks for the position one step back
+    [[0.0, -2.0], [2.0, 0.0], [0.0, 2.0]]
     """
     def copy(M: Matrix) -> Matrix:
         return [list(row) for row in M]
