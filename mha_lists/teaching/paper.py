@@ -57,7 +57,8 @@ say what it is: a noun or a verb.
 
 The weights were chosen by hand so that each head has one job. Head 0 looks for the \
 previous token: a query asks for the position one step back, and a key is its own \
-position. Head 1 looks for the subject: every query asks for the noun in position 0. \
+position; I, first, has no token before it, so its query asks for a position no token \
+holds. Head 1 looks for the subject: every query asks for the noun in position 0. \
 Both heads carry the same value, the token's type (noun, verb), and W_O is the identity, \
 so you can read each head in the output.
 
@@ -106,7 +107,7 @@ def paper_example() -> PaperExample:
     >>> ex = paper_example()
     >>> ex.tokens, len(ex.x), len(ex.x[0]), len(ex.weights.W_Q)
     (['I', 'like', 'transformers'], 3, 4, 2)
-    >>> matmul(ex.x, ex.weights.W_Q[0])  # head 0's queries: each asks for the position one step back
+    >>> matmul(ex.x, ex.weights.W_Q[0])  # head 0's queries: the position one step back (I's: one no token holds)
     [[0.0, -2.0], [2.0, 0.0], [0.0, 2.0]]
     """
     def copy(M: Matrix) -> Matrix:
