@@ -290,3 +290,21 @@ def test_the_glossary_defines_the_words_the_core_path_uses_and_the_notebooks_lin
     for path in sorted((ROOT / "notebooks").glob("0[1-7][_-]*.ipynb")) + [ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"]:
         first = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
         assert "](glossary.md)" in first, path.name
+
+
+def test_00a_quotes_07b_knock_out_as_07b_prints_it():
+    """00a opens on 07b's knock-out (the model going on with every head, then with one head switched off);
+    the two continuations it quotes are the ones 07b's stored output prints (nbval keeps those current)."""
+    def cells(name):
+        return json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+
+    book = cells("07b_a_model_that_read_a_book")
+    sentence = re.search(r'^sentence = "([^"]*)"', "".join(book[3]["source"]), re.M).group(1)
+    printed = next("".join(o["text"]) for c in book if c["cell_type"] == "code" for o in c.get("outputs", [])
+                   if "text" in o and "without L" in "".join(o["text"]))
+    texts = re.findall(r"^[^:]+: '(.*)'$", printed, re.M)
+    assert len(texts) == 2 and all(t.startswith(sentence) for t in texts), printed
+    opening = "".join(cells("00a_attention_on_paper")[0]["source"])
+    assert f"`{sentence}`" in opening
+    for text in texts:  # with every head, then without one
+        assert f"`{text[len(sentence):len(sentence) + 18]}`" in opening, text
