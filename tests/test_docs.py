@@ -99,6 +99,9 @@ def test_guide_try_this_answers_recompute():
     assert f"every token puts {verb.attention[1][2][0]:.3f} on `I`" in answers
     halves = [" ".join(f"{v:.3f}" for v in half) for half in (verb.output[2][:2], verb.output[2][2:])]
     assert f"`{halves[0]} | {halves[1]}`" in answers
+    from mha_lists.teaching.reading import trained_run
+    loss = trained_run()[2].loss  # 07b's answer 3
+    assert f"from {loss[0]:.2f} at step 0 to {loss[-1]:.2f} at the last step ({min(loss):.2f} at its lowest)" in answers
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
     assert f"(`<EOS>`) puts {trace.attention[0][-1][-1]:.4f} on itself" in answers
