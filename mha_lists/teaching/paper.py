@@ -57,8 +57,8 @@ say what it is: a noun or a verb.
 
 The weights were chosen by hand so that each head has one job. Head 0 looks for the \
 previous token: a query asks for the position one step back, and a key is its own \
-position; I, first, has no token before it, so its query asks for a position no token \
-holds. Head 1 looks for the subject: every query asks for the noun in position 0. \
+position; I, first, asks for a position no token holds. Head 1 looks for the subject: \
+every query asks for the noun in position 0. \
 Both heads carry the same value, the token's type (noun, verb), and W_O is the identity, \
 so you can read each head in the output.
 
