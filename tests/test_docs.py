@@ -311,3 +311,16 @@ def test_00a_quotes_07b_knock_out_as_07b_prints_it():
     assert f"`{sentence}`" in opening
     for text in texts:  # with every head, then without one
         assert f"`{text[len(sentence):len(sentence) + 18]}`" in opening, text
+
+
+def test_01s_claim_about_the_books_punctuation():
+    """01 says the book writes `.` `,` `;` `:` after a word and before a space (why their trained rows agree)."""
+    from mha_lists.teaching.reading import book
+    text = book()
+    cells = json.loads((ROOT / "notebooks" / "01_embeddings.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert any("which the book writes after a word and before a" in " ".join("".join(c["source"]).split())
+               for c in cells if c["cell_type"] == "markdown")
+    for mark in ".,;:":
+        places = [i for i, c in enumerate(text) if c == mark]
+        between = [i for i in places if 0 < i < len(text) - 1 and text[i - 1].isalpha() and text[i + 1] in " \n"]
+        assert len(between) >= 0.99 * len(places), (mark, len(between), len(places))

@@ -492,6 +492,8 @@ MESSAGE_CASES = [
     ("circuit tokens", lambda: induction_circuit(["a"] * 33, [[1.0] * 33] * 33, [[1.0] * 33] * 33, 0), ShapeError,
      dict(T=33)),
     ("circuit matrix", lambda: induction_circuit(["a"], [1.0], [[1.0]], 0), TypeError, dict(name="previous", value="[1.0]")),
+    ("circuit matrix", lambda: induction_circuit(["a"], [[1.0]], [[[1.0]], [[1.0]]], 0), TypeError,
+     dict(name="induction", value="[[[1.0]], [[1.0]]]")),  # a list of heads, not one head
     ("circuit query", lambda: induction_circuit(["a", "b"], [[1, 0], [1, 0]], [[1, 0], [1, 0]], 2), ValueError,
      dict(value=2, last=1)),
     ("circuit unit", lambda: induction_circuit(["a"], [[1.0]], [[1.0]], 0, unit=1), TypeError, dict(value=1, type="int")),

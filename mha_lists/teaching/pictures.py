@@ -615,7 +615,8 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
     if T > MAX_TOKENS:
         raise ShapeError(f"{func}: tokens has {T} tokens; at most {MAX_TOKENS} fit in one picture (MAX_TOKENS)")
     for name, M in (("previous", previous), ("induction", induction)):
-        if not isinstance(M, (list, tuple)) or not M or not isinstance(M[0], (list, tuple)):
+        if (not isinstance(M, (list, tuple)) or not M or not isinstance(M[0], (list, tuple))
+                or (M[0] and isinstance(M[0][0], (list, tuple)))):  # a list of heads is not one head
             raise TypeError(f"{func}: {name} must be one head's (T, T) attention matrix, got {shorten(M)}")
         check_head_weights(func, name, M, (T, T))
     if not 0 <= check_int(func, "query", query) < T:
