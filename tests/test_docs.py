@@ -83,7 +83,8 @@ def test_guide_try_this_answers_recompute():
     """A sample of the guide's measured answers, recomputed with the module (cheap ones only)."""
     import math
 
-    from mha_lists import attention_trace, causal_mask, init_mha_weights, matmul, parameter_count, running_example, softmax
+    from mha_lists import (MHAWeights, attention_trace, causal_mask, concat_heads, init_mha_weights, matmul, parameter_count,
+                           running_example, softmax)
     from mha_lists.teaching.model import previous_share
     from mha_lists.teaching.paper import paper_example
     answers = " ".join(section('Answers to "Try this"').split())
@@ -92,6 +93,13 @@ def test_guide_try_this_answers_recompute():
     paper.weights.W_K[0][:] = [[2 * v for v in row] for row in paper.weights.W_K[0]]
     doubled = attention_trace(paper.x, paper.weights).attention[0]
     assert f"from 0.941 to {doubled[1][0]:.3f}" in answers and f"from 0.486 to {doubled[0][0]:.3f} each" in answers
+    paper = paper_example()  # 00a's answer 1: head 1 finds the verb, and one head doing both jobs
+    paper.weights.W_K[1][:] = [[0, 0], [1, 1], [0, 0], [1, 1]]
+    w = paper.weights
+    one = attention_trace(paper.x, MHAWeights([concat_heads(w.W_Q)], [concat_heads(w.W_K)], [concat_heads(w.W_V)], w.W_O))
+    two = attention_trace(paper.x, w)
+    assert f"it puts {one.attention[0][2][1]:.3f} on `like`" in answers
+    assert f"hands on `{' '.join(f'{v:.3f}' for v in one.output[2])}`, against the two heads' `{' '.join(f'{v:.3f}' for v in two.output[2])}`" in answers
     paper = paper_example()
     paper.x[2][2:] = [0, 1]
     verb = attention_trace(paper.x, paper.weights)
@@ -324,3 +332,43 @@ def test_01s_claim_about_the_books_punctuation():
         places = [i for i, c in enumerate(text) if c == mark]
         between = [i for i in places if 0 < i < len(text) - 1 and text[i - 1].isalpha() and text[i + 1] in " \n"]
         assert len(between) >= 0.99 * len(places), (mark, len(between), len(places))
+
+
+def test_guide_07b_answers_on_where_copying_stops():
+    """07b's answers 1 and 2: where Step 2's copying stops on other sentences, or without layer 1 head 0,
+    and which character wins there; each winner is the book's commonest character in that place."""
+    from mha_lists import softmax
+    from mha_lists.teaching.model import run
+    from mha_lists.teaching.reading import VOCAB, book, encode, generate, trained_run
+    answers = " ".join(section('Answers to "Try this"').split())
+    model = trained_run()[1]
+    window = len(model.position_embeddings)
+
+    def match_says(ids):  # what followed the longest earlier match of the end (07b's Step 2)
+        seen = ids[-window:]
+        for n in range(len(seen) - 1, 0, -1):
+            starts = [p for p in range(len(seen) - n) if seen[p:p + n] == seen[-n:]]
+            if starts:
+                return seen[starts[-1] + n]
+        return None
+
+    def stop(model, sentence, length):  # (characters copied, copy's probability, the winner's)
+        ids, start = encode(generate(model, sentence, length)), len(sentence)
+        k = next(k for k in range(start, len(ids)) if match_says(ids[:k]) != ids[k])
+        p = softmax(run(model, ids[:k][-window:]).logits[-1])
+        return k - start, VOCAB[match_says(ids[:k])], p[match_says(ids[:k])], VOCAB[ids[k]], p[ids[k]]
+
+    copied, copy, p_copy, wrote, p_wrote = stop(model, "abcabcabcabc", 3)
+    assert f"after {copied} character, where copying says `{copy}` (probability {p_copy:.2f}) and the model writes `{wrote}` ({p_wrote:.2f})" in answers
+    copied, copy, p_copy, wrote, p_wrote = stop(model, "anna anna", 2)
+    assert copied == 0 and f"at once (`{copy}`, {p_copy:.2f}, against `{wrote}`, {p_wrote:.2f})" in answers
+    copied, copy, p_copy, wrote, p_wrote = stop(model, "twinkle twinkle", 4)
+    assert f"after {copied} (`{copy}`, {p_copy:.2f}, against `{wrote}`, {p_wrote:.2f})" in answers
+    text = book()
+    after_ca = [text[i + 2] for i in range(len(text) - 2) if text[i:i + 2] == "ca"]
+    assert max(set(after_ca), key=after_ca.count) == "m" and f"`m` after `ca` ({after_ca.count('m')} times" in answers
+    w = model.layers[1]
+    d_v = len(w.W_V[0][0])
+    off = model._replace(layers=[model.layers[0], w._replace(W_O=[[0.0] * len(row) if r < d_v else row for r, row in enumerate(w.W_O)])])
+    copied, copy, p_copy, wrote, p_wrote = stop(off, "and god, and god", 8)
+    assert f"copies for {copied} characters, then copying says `{copy}` ({p_copy:.2f}) and the model writes `{wrote}` ({p_wrote:.2f})" in answers
