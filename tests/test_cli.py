@@ -197,7 +197,9 @@ def test_the_guides_widths_are_what_is_printed():
 
 
 @pytest.mark.parametrize("args, expected", [
-    (("--heads", "3"), "running_example: d_model 16 is not divisible by num_heads 3"),  # the library's own words
+    (("--heads", "3"), "argument --heads: --d-model 16 is not divisible by --heads 3"),  # in the options' names
+    (("--heads", "3"), "--heads can be 1, 2, 4, 8, 16"),
+    (("--d-model", "12", "--heads", "5"), "with --d-model 12, --heads can be 1, 2, 3, 4, 6, 12"),
     (("--sentence", "I like cats"), "running_example: 'cats' is not in the vocabulary"),
     (("--sentence", "  "), "running_example: the sentence is empty"),
     (("--heads", "two"), "argument --heads: " + MESSAGES["not a whole number"].format(value="'two'")),

@@ -297,3 +297,18 @@ def test_a_signed_table_is_coloured_around_zero_red_below_blue_above():
     # no negative entry: white at the smallest, blue at the largest, and no sign legend
     plain = heatmap([[1.0, 3.0]], title="plain")
     assert backgrounds(plain) == ["rgb(255,255,255)", "rgb(33,102,255)"] and "below 0" not in plain._repr_html_()
+
+
+def test_a_table_too_large_to_read_is_refused_at_once_with_a_way_out():
+    """print_matrix(causal_mask(4096)) used to print 16.8 million entries, and a heatmap of 3,000 x 3,000 built
+    1.4 GB of HTML: the learner's notebook hung. A table holds at most MAX_SHOWN entries."""
+    from mha_lists.teaching import display
+    side = 1 + int(display.MAX_SHOWN ** 0.5)
+    big = [[0.0] * side for _ in range(side)]
+    for show in (display.format_matrix, display.print_matrix, display.heatmap):
+        with pytest.raises(ValueError, match=rf"{show.__name__}: M is {side} x {side}, .* entries; a table shows at most"):
+            show(big)
+    with pytest.raises(ValueError, match="attention_heatmap: .* a table shows at most"):
+        display.attention_heatmap(big, [str(i) for i in range(side)])
+    edge = [[0.0] * (side - 1) for _ in range(side - 1)]  # 128 x 128 is shown
+    assert display.format_matrix(edge).count("\n") == side - 1

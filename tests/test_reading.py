@@ -185,6 +185,8 @@ def test_a_head_that_attends_evenly_scores_what_counting_says():
         assert job.induction == pytest.approx(induction, rel=1e-12)
         assert job.job == ""
     assert reading.head_jobs(model, "abc")[0].induction is None  # nothing repeats
+    for job in reading.head_jobs(model, "ab"):  # the one query puts 1/2 on the character before: the threshold,
+        assert job.previous_token == 0.5 and job.job == ""  # but no more than an even head's share
     first, second = reading.in_context_loss(model, 12)
     assert first == second == pytest.approx(math.log(V), rel=1e-12)  # every logit 0: each character 1/37
     assert reading.validation_loss(model, 12) == pytest.approx(math.log(V), rel=1e-12)
@@ -326,3 +328,38 @@ def test_the_learning_rate_climbs_then_falls_to_lr_end():
             reading.learning_rate(s, step)
     with pytest.raises(TypeError, match="learning_rate: step must be an int"):
         reading.learning_rate(s, 1.0)
+
+
+def test_on_text_where_an_even_head_scores_high_no_head_gets_a_job_for_it():
+    """On one character repeated, what followed an earlier copy is every earlier character, so a head that
+    spreads its weight evenly has an induction share of 0.73; a job must beat that by JOB_MARGIN."""
+    model = reading.trained_model()
+    text = "a" * len(model.position_embeddings)
+    ids = range(len(text))
+    even = math.fsum((i - 1) / (i + 1) for i in ids if i >= 2) / (len(text) - 2)
+    for job in reading.head_jobs(model, text):
+        if job.layer > 0:
+            assert job.induction >= 0.3 and job.job != "copies what came next last time"
+            assert job.induction < even + reading.JOB_MARGIN
+    jobs = reading.head_jobs(model, "and god, and god")  # the default sentence keeps its two jobs
+    assert [(j.layer, j.head) for j in jobs if j.job] == [(0, 0), (1, 1)]
+
+
+def test_previous_share_refuses_what_has_no_token_before_with_its_own_message():
+    from mha_lists.teaching.model import previous_share
+    assert previous_share([[1.0, 0.0], [0.25, 0.75]]) == 0.25
+    for A, why in (([[1.0]], "1 x 1"), ([[0.5, 0.5]], "1 x 2"), ([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]], "3 x 2")):
+        with pytest.raises(ValueError, match=f"previous_share: A is {why}; it must be one head's"):
+            previous_share(A)
+    with pytest.raises(ValueError, match="previous_share: A is ragged"):
+        previous_share([[1.0, 0.0], [1.0]])
+
+
+def test_repeat_scores_names_itself_in_its_messages():
+    """07b calls repeat_scores; its checks used to speak as induction.head_scores, a name 07b never uses."""
+    model = reading.trained_model()
+    with pytest.raises(ValueError, match="^repeat_scores: sequences must be"):
+        reading.repeat_scores(model, [])
+    runs = [[1, 2, 3, 1, 2, 3]]
+    from mha_lists.teaching import induction
+    assert reading.repeat_scores(model, runs) == induction.head_scores(model, runs)

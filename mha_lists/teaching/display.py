@@ -55,9 +55,16 @@ def check_entry(func: str, name: str, x: object) -> object:
     return x
 
 
+MAX_SHOWN = 16_384  # entries of a table or a heatmap (128 x 128): past this it is a wall, and slow to draw
+
+
 def check_shown(func: str, name: str, M: object) -> tuple[int, int]:
-    """A matrix to show: a non-empty rectangular list of rows of numbers, or of True/False (a mask)."""
+    """A matrix to show: a non-empty rectangular list of rows of numbers, or of True/False (a mask), of at
+    most MAX_SHOWN entries."""
     shape = check_rows(func, name, M)
+    if shape[0] * shape[1] > MAX_SHOWN:
+        raise ValueError(f"{func}: {name} is {shape[0]} x {shape[1]}, {shape[0] * shape[1]:,} entries; a table shows at "
+                         f"most {MAX_SHOWN:,}, so show a corner of it, such as [row[:16] for row in {name}[:16]]")
     for i, row in enumerate(M):
         for j, x in enumerate(row):
             if not (is_number(x) or isinstance(x, bool)):

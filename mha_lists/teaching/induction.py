@@ -510,13 +510,17 @@ def head_scores(model: Model, sequences: Sequence[Sequence[int]]) -> list[HeadSc
     >>> [f"{s.previous_token:.2f} {s.induction:.2f}" for s in scores]
     ['0.98 0.01', '0.31 0.98']
     """
-    sizes = check_model("head_scores", "model", model)
-    check_work("head_scores", "one forward pass of each sequence",
-               check_sequences("head_scores", "sequences", sequences, sizes))
+    return scores_on_repeats("head_scores", model, sequences)
+
+
+def scores_on_repeats(func: str, model: Model, sequences: Sequence[Sequence[int]]) -> list[HeadScore]:
+    """``head_scores``' work, for a public function named ``func`` that checks with its own name."""
+    sizes = check_model(func, "model", model)
+    check_work(func, "one forward pass of each sequence", check_sequences(func, "sequences", sequences, sizes))
     try:
         per_seq = [_sequence_scores(run(model, seq[:len(seq) - 1]), len(seq) // 2) for seq in sequences]
     except OverflowError as error:
-        raise too_large("head_scores", error) from None
+        raise too_large(func, error) from None
     n = len(per_seq)
     return [HeadScore(layer, h, math.fsum(p[layer][h][0] for p in per_seq) / n,
                       math.fsum(p[layer][h][1] for p in per_seq) / n)

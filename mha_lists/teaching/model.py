@@ -223,7 +223,11 @@ def random_model(seed: int, name: str, vocab_size: int, d_model: int, heads: Seq
 
 def previous_share(A: Matrix) -> float:  # (T, T), T >= 2 -> the mean of A[i][i - 1]
     """The mean attention from each position i >= 1 to position i - 1: how much a head reads the token
-    before (1.0 for a perfect previous-token head). The tasks measure their heads with it; unchecked."""
+    before (1.0 for a perfect previous-token head). The tasks measure their heads with it."""
+    T, columns = check_matrix("previous_share", "A", A)
+    if T != columns or T < 2:
+        raise ShapeError(f"previous_share: A is {T} x {columns}; it must be one head's (T, T) attention matrix "
+                         "with T >= 2 (the first token has none before it)")
     return math.fsum(A[i][i - 1] for i in range(1, len(A))) / (len(A) - 1)
 
 

@@ -35,6 +35,7 @@ make_window                        16 characters of text with a passage repeated
 train, History                     Adam steps on fresh windows; the loss of each step
 head_scores                        previous-token score on text, induction score on
                                    repeated random characters, for every head
+repeat_scores                      both scores on runs of your own and their repeats
 in_context_loss                    loss on a passage's first copy and on its second
 validation_loss, baselines         the loss per character, and unigram/bigram baselines
 generate                           the model writing, greedy or sampled
@@ -58,7 +59,7 @@ from typing import NamedTuple, Optional
 from ..core.matrix import Matrix
 from ..core.checks import check_int, check_number, check_positive_int, check_type, quote_int, shorten, too_large
 from ..core.softmax_and_masks import softmax_of_rows
-from .induction import head_scores as repeat_scores
+from .induction import scores_on_repeats
 from .model import (Model, Step, check_model, check_progress, check_training_work, fit, flatten, forward_work, loss_of,
                     previous_share, random_model, run, shaped)
 from .weights import derive_rng
@@ -325,6 +326,12 @@ def check_count(func: str, count: object) -> int:
     return check_positive_int(func, "count", count, LIMITS["count"])
 
 
+def repeat_scores(model: Model, sequences: Sequence[Sequence[int]]) -> list:
+    """Every head's previous-token and induction share on ``sequences`` of token ids, each a run followed by
+    its repeat: ``induction.head_scores``, which measures the same for notebook 19's model."""
+    return scores_on_repeats("repeat_scores", model, sequences)
+
+
 def head_scores(model: Model, count: int = HELD_OUT) -> list[HeadScore]:
     """Every head's previous-token score (on ``count`` windows of plain validation text) and induction score
     (on ``count`` runs of L random characters and their repeat, L drawn from 4 to half the window, so no
@@ -335,7 +342,7 @@ def head_scores(model: Model, count: int = HELD_OUT) -> list[HeadScore]:
     runs = [[rng.randrange(1, len(VOCAB)) for _ in range(rng.randint(4, T // 2))] for _ in range(count)]
     sums: list[list[list[float]]] = [[[] for _ in w.W_Q] for w in model.layers]
     try:
-        induction = repeat_scores(model, [r + r for r in runs])
+        induction = scores_on_repeats("head_scores", model, [r + r for r in runs])
         for ids in _held_out_text(T, count):
             for layer, attention in enumerate(run(model, ids[:-1]).layers):
                 for h, A in enumerate(attention.attention):
@@ -481,6 +488,9 @@ def trained_model() -> Model:
 # === One text, every head ===
 
 
+JOB_MARGIN = 0.2  # how far a job's share must beat that of a head spreading its weight evenly
+
+
 class HeadJob(NamedTuple):
     layer: int
     head: int
@@ -512,19 +522,27 @@ def _attention(func: str, model: Model, text: str) -> list[list[Matrix]]:
 
 def head_jobs(model: Model, text: str) -> list[HeadJob]:
     """What each head does on ``text``, measured on its attention there: the previous-token share, and, at
-    the characters seen before, the share on the characters that followed their earlier copies."""
+    the characters seen before, the share on the characters that followed their earlier copies.
+
+    A head gets a job when its share reaches the job's threshold (0.5 for the previous character; 0.3 for
+    copying, in layer 1 or later) and beats by ``JOB_MARGIN`` the share of a head that spreads its weight
+    evenly over the characters it may see: on ``"aaaa"`` or ``"ab"`` an even head scores high too."""
     _check_text("head_jobs", model, text)
     attention = _attention("head_jobs", model, text)
     ids = encode(text)
     repeats = [(i, [j + 1 for j in range(i - 1) if ids[j] == ids[i]]) for i in range(len(ids))]
     repeats = [(i, after) for i, after in repeats if after]
+    # query i sees i + 1 characters, so an even head gives each of them 1 / (i + 1)
+    even_prev = math.fsum(1 / (i + 1) for i in range(1, len(ids))) / (len(ids) - 1) if len(ids) > 1 else 1.0
+    even_ind = math.fsum(len(after) / (i + 1) for i, after in repeats) / len(repeats) if repeats else 1.0
     jobs = []
     for layer, heads in enumerate(attention):
         for h, A in enumerate(heads):
             prev = previous_share(A) if len(A) > 1 else 0.0
             ind = math.fsum(math.fsum(A[i][k] for k in after) for i, after in repeats) / len(repeats) \
                 if repeats else None
-            job = ("previous character" if prev >= 0.5 else
-                   "copies what came next last time" if ind is not None and ind >= 0.3 and layer > 0 else "")
+            job = ("previous character" if prev >= 0.5 and prev >= even_prev + JOB_MARGIN else
+                   "copies what came next last time" if ind is not None and ind >= 0.3 and layer > 0
+                   and ind >= even_ind + JOB_MARGIN else "")
             jobs.append(HeadJob(layer, h, prev, ind, job))
     return jobs

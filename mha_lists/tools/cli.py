@@ -207,6 +207,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     if len(args.sentence.split()) > MAX_TOKENS:
         parser.error(f"argument --sentence: {len(args.sentence.split())} tokens; at most {MAX_TOKENS}")
+    if args.d_model % args.heads:  # here, in the options' own names
+        divisors = ", ".join(str(h) for h in range(1, args.d_model + 1) if args.d_model % h == 0)
+        parser.error(f"argument --heads: --d-model {args.d_model} is not divisible by --heads {args.heads}, and each head "
+                     f"gets d_model / heads numbers; with --d-model {args.d_model}, --heads can be {divisors}")
     try:
         text = render(args)
     except (ValueError, TypeError) as error:  # the library's own message: it names the rule
