@@ -3,13 +3,14 @@
 and the shipped run itself."""
 
 import collections
+import copy
 import math
 import random
 import re
 
 import pytest
 
-from mha_lists import MHAWeights, ShapeError
+from mha_lists import MHAWeights, ShapeError, softmax
 from mha_lists.teaching import circuits, reading
 from mha_lists.teaching.model import Model, flatten, run
 
@@ -363,3 +364,39 @@ def test_repeat_scores_names_itself_in_its_messages():
     runs = [[1, 2, 3, 1, 2, 3]]
     from mha_lists.teaching import induction
     assert reading.repeat_scores(model, runs) == induction.head_scores(model, runs)
+
+
+def test_without_switches_off_one_head_and_leaves_the_model_alone():
+    model = reading.trained_model()
+    before = copy.deepcopy(model)
+    off = reading.without(model, 1, 1)
+    assert model == before  # not mutated
+    d_v = len(model.layers[1].W_V[1][0])
+    for r, (row, new) in enumerate(zip(model.layers[1].W_O, off.layers[1].W_O)):
+        assert new == ([0.0] * len(row) if d_v <= r < 2 * d_v else row)
+    assert off.layers[0] == model.layers[0] and off.token_embeddings == model.token_embeddings
+    for args, message in (((2, 0), "without: layer is 2; the model's layers are 0 to 1"),
+                          ((1, 2), "without: head is 2; layer 1's heads are 0 to 1"),
+                          ((0, -1), "without: head is -1; layer 0's heads are 0 to 2")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            reading.without(model, *args)
+
+
+def test_copying_follows_the_longest_earlier_match_within_the_window():
+    say = reading._copy_says
+    assert say([1, 2, 3, 1, 2], 16) == 3  # "1 2" matched at 0: then 3
+    assert say([1, 2, 3, 4, 2, 3, 1, 2, 3], 16) == 4  # "1 2 3" at 0 beats "2 3" at 4
+    assert say([5, 6, 7], 16) is None  # 7 is new
+    assert say([1, 2, 9, 9, 9, 1], 3) is None  # the 1 at 0 is out of a window of 3
+    model = reading.trained_model()
+    assert reading.copying(model, "abab", "ababab") == reading.Copying(2, 2, None, None, None, None)
+    stop = reading.copying(model, "abcabcabcabc", reading.generate(model, "abcabcabcabc", 3))
+    ids = reading.encode("abcabcabcabca")  # the sentence and the one character it copied
+    p = softmax(run(model, ids).logits[-1])
+    assert (stop.copied, stop.copy) == (1, "b") and stop.p_copy == p[reading.VOCAB.index("b")]
+    assert stop.p_wrote == max(p) and stop.wrote == reading.VOCAB[p.index(max(p))]  # greedy wrote the likeliest
+    assert str(stop) == f"copies for 1, then copying says 'b' (probability {stop.p_copy:.2f}) and it writes {stop.wrote!r} ({max(p):.2f})"
+    with pytest.raises(ValueError, match="copying: text must begin with sentence"):
+        reading.copying(model, "abc", "xbcabc")
+    with pytest.raises(ValueError, match="copying: sentence is empty"):
+        reading.copying(model, "", "abc")

@@ -39,6 +39,7 @@ repeat_scores                      both scores on runs of your own and their rep
 in_context_loss                    loss on a passage's first copy and on its second
 validation_loss, baselines         the loss per character, and unigram/bigram baselines
 generate                           the model writing, greedy or sampled
+without, copying                   a head switched off; how long the writing copies
 trained_run, trained_model         the shipped run and its model (tools/read_text.py trains it)
 read, head_jobs                    every head's attention on a text, and what each does there
 =================================  ===================================================
@@ -435,6 +436,82 @@ def generate(model: Model, prompt: str, length: int, *, temperature: float = 0.0
     except OverflowError as error:
         raise too_large("generate", error) from None
     return prompt + decode(ids[len(prompt):])
+
+
+
+def without(model: Model, layer: int, head: int) -> Model:
+    """``model`` with one head switched off: that head's rows of its layer's W_O set to zero, so it adds
+    nothing to the residual stream. ``model`` itself is not changed."""
+    _check_trained("without", model)
+    if not 0 <= check_int("without", "layer", layer) < len(model.layers):
+        raise ValueError(f"without: layer is {quote_int(layer)}; the model's layers are 0 to {len(model.layers) - 1}")
+    w = model.layers[layer]
+    if not 0 <= check_int("without", "head", head) < len(w.W_V):
+        raise ValueError(f"without: head is {quote_int(head)}; layer {layer}'s heads are 0 to {len(w.W_V) - 1}")
+    d_v = len(w.W_V[head][0])
+    W_O = [[0.0] * len(row) if head * d_v <= r < (head + 1) * d_v else list(row) for r, row in enumerate(w.W_O)]
+    return model._replace(layers=[w._replace(W_O=W_O) if l == layer else other for l, other in enumerate(model.layers)])
+
+
+class Copying(NamedTuple):
+    """How long a model's writing copies, and, where it stops, what copying said and what the model wrote."""
+    copied: int  # characters written after the sentence that copy, before the first that does not
+    written: int  # characters written after the sentence
+    copy: Optional[str]  # at that first one, what copying says (None: it copied to the end, or nothing earlier)
+    wrote: Optional[str]  # what the model wrote there (None: it copied to the end)
+    p_copy: Optional[float]  # the model's probability for each of the two there
+    p_wrote: Optional[float]
+
+    def __str__(self) -> str:
+        if self.wrote is None:
+            return f"copies for all {self.written} characters it writes"
+        if self.copy is None:
+            return f"copies for {self.copied}, then comes to a character seen nowhere earlier: nothing to copy"
+        return (f"copies for {self.copied}, then copying says {self.copy!r} (probability {self.p_copy:.2f}) and it "
+                f"writes {self.wrote!r} ({self.p_wrote:.2f})")
+
+
+def _copy_says(ids: list[int], T: int) -> Optional[int]:
+    """What followed, earlier in the last T ids, the longest stretch that matches their end; None if none does."""
+    seen = ids[-T:]
+    for n in range(len(seen) - 1, 0, -1):  # the longest ending first
+        starts = [p for p in range(len(seen) - n) if seen[p:p + n] == seen[-n:]]
+        if starts:
+            return seen[starts[-1] + n]
+    return None
+
+
+def copying(model: Model, sentence: str, text: str) -> Copying:
+    """How long ``text``, ``sentence`` and what ``model`` wrote after it (``generate``), copies. To copy is to
+    write what followed, earlier, the longest stretch that matches the text's end, within the characters the
+    model sees at once; at the first written character that does not, the model's probability for the copy and
+    for what it wrote.
+
+    >>> copying(trained_model(), "abab", "ababab")
+    Copying(copied=2, written=2, copy=None, wrote=None, p_copy=None, p_wrote=None)
+    """
+    T = _check_trained("copying", model)
+    check_type("copying", "sentence", sentence, str, "a str")
+    check_type("copying", "text", text, str, "a str")
+    if not sentence:
+        raise ValueError("copying: sentence is empty; the model needs at least one character to go on from")
+    if not text.startswith(sentence):
+        raise ValueError(f"copying: text must begin with sentence, as generate's text does; it begins "
+                         f"{shorten(text[:len(sentence)])}, not {shorten(sentence)}")
+    if len(text) - len(sentence) > LIMITS["length"]:
+        raise ValueError(f"copying: text has {len(text) - len(sentence):,} characters after sentence; at most "
+                         f"{LIMITS['length']}, as generate writes")
+    ids, start = encode(text), len(sentence)
+    stop = next((k for k in range(start, len(ids)) if _copy_says(ids[:k], T) != ids[k]), None)
+    if stop is None:
+        return Copying(len(ids) - start, len(ids) - start, None, None, None, None)
+    copy = _copy_says(ids[:stop], T)
+    try:
+        p = softmax_of_rows([run(model, ids[:stop][-T:]).logits[-1]])[0]
+    except OverflowError as error:
+        raise too_large("copying", error) from None
+    return Copying(stop - start, len(ids) - start, None if copy is None else VOCAB[copy], VOCAB[ids[stop]],
+                   None if copy is None else p[copy], p[ids[stop]])
 
 
 # === The shipped run ===
