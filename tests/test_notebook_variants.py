@@ -36,10 +36,10 @@ AsyncKernelManager = pytest.importorskip("jupyter_client").AsyncKernelManager
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Notebooks 18 and 19 (induction heads) build their own model from a sequence and Settings, not
-# from running_example; their learner's edits are tested in tests/test_induction.py. Notebook 07b
-# opens the trained model with a sentence of its own; its edits are tested below (READ_A_BOOK).
+# from running_example; their learner's edits are tested in tests/test_induction.py. Notebooks 07b
+# and 07c open the trained model with a sentence of their own; their edits are tested below (BOOK_EDITS).
 NOTEBOOKS = [path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
-             if not path.name.startswith(("07b_", "18_", "19_"))]
+             if not path.name.startswith(("07b_", "07c_", "18_", "19_"))]
 VARIANTS = {
     "seed7-4heads": {"seed": 7, "num_heads": 4},
     "another-sentence": {"sentence": "<BOS> I like transformers like I <EOS>"},
@@ -140,32 +140,36 @@ def test_the_trained_sentences_fit_the_trained_model():
         assert len(running_example(**settings).tokens) == len(settings["sentence"])
 
 
-# Notebook 07b's first cell sets plain variables (sentence, prompt, temperature, seed, count): a learner's edits.
+# Notebooks 07b and 07c set plain variables in their first code cell (sentence, count, seed; 07b also
+# prompt, length and temperature): a learner's edits.
 READ_A_BOOK = ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"
+CIRCUITS = ROOT / "notebooks" / "07c_circuits_in_the_weights.ipynb"
 BOOK_EDITS = {
-    "2-characters": {"sentence": "ab"},
-    "emoji-digits-no-repeat": {"sentence": "Year 2024 \U0001F642!", "prompt": "X", "length": 5},
-    "one-character": {"sentence": "a", "temperature": 2.0, "seed": 7},
-    "16-characters-repeated": {"sentence": "abcdabcdabcdabcd", "count": 3},
+    (READ_A_BOOK, "2-characters"): {"sentence": "ab"},
+    (READ_A_BOOK, "emoji-digits-no-repeat"): {"sentence": "Year 2024 \U0001F642!", "prompt": "X", "length": 5},
+    (READ_A_BOOK, "one-character"): {"sentence": "a", "temperature": 2.0, "seed": 7},
+    (READ_A_BOOK, "16-characters-repeated"): {"sentence": "abcdabcdabcdabcd", "count": 3},
+    (CIRCUITS, "one-character"): {"sentence": "a", "seed": 7},
+    (CIRCUITS, "no-space-16-characters"): {"sentence": "godgodgodgodgodg", "count": 3},
 }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("edit", sorted(BOOK_EDITS))
-def test_the_book_notebook_survives_a_learners_edit(edit):
-    stored = nbformat.read(READ_A_BOOK, as_version=4)
+@pytest.mark.parametrize("path, edit", sorted(BOOK_EDITS), ids=lambda x: x.stem[:3] if hasattr(x, "stem") else x)
+def test_the_book_notebooks_survive_a_learners_edit(path, edit):
+    stored = nbformat.read(path, as_version=4)
     nb = copy.deepcopy(stored)
     cell = next(c for c in nb.cells if c.cell_type == "code" and re.search(r"^sentence = ", c.source, re.M))
-    for name, value in BOOK_EDITS[edit].items():
+    for name, value in BOOK_EDITS[path, edit].items():
         cell.source, n = re.subn(rf"^{name} = .*$", f"{name} = {value!r}", cell.source, count=1, flags=re.M)
-        assert n == 1, f"07b's first cell sets no {name}"
+        assert n == 1, f"{path.name}'s first cell sets no {name}"
     try:
-        nb = executed(nb, READ_A_BOOK)
+        nb = executed(nb, path)
     except nbclient.exceptions.CellExecutionError as error:
-        pytest.fail(f"07b with {BOOK_EDITS[edit]}: a cell raised:\n{str(error)[-1500:]}")
+        pytest.fail(f"{path.name} with {BOOK_EDITS[path, edit]}: a cell raised:\n{str(error)[-1500:]}")
     for before, after in zip(stored.cells, nb.cells):
         if before.cell_type == "code" and "False" not in BOOL.findall(cell_texts(before)):
-            assert "False" not in BOOL.findall(cell_texts(after)), (BOOK_EDITS[edit], after.source[:200])
+            assert "False" not in BOOL.findall(cell_texts(after)), (BOOK_EDITS[path, edit], after.source[:200])
 
 
 def check_variant(path, settings):
