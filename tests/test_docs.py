@@ -99,6 +99,7 @@ def test_guide_try_this_answers_recompute():
     one = attention_trace(paper.x, MHAWeights([concat_heads(w.W_Q)], [concat_heads(w.W_K)], [concat_heads(w.W_V)], w.W_O))
     two = attention_trace(paper.x, w)
     assert f"it puts {one.attention[0][2][1]:.3f} on `like`" in answers
+    assert f"`like` splits {one.attention[0][1][0]:.3f}/{one.attention[0][1][1]:.3f} between" in answers
     assert f"hands on `{' '.join(f'{v:.3f}' for v in one.output[2])}`, against the two heads' `{' '.join(f'{v:.3f}' for v in two.output[2])}`" in answers
     paper = paper_example()
     paper.x[2][2:] = [0, 1]

@@ -438,7 +438,6 @@ def generate(model: Model, prompt: str, length: int, *, temperature: float = 0.0
     return prompt + decode(ids[len(prompt):])
 
 
-
 def without(model: Model, layer: int, head: int) -> Model:
     """``model`` with one head switched off: that head's rows of its layer's W_O set to zero, so it adds
     nothing to the residual stream. ``model`` itself is not changed."""
