@@ -564,6 +564,8 @@ def trained_model() -> Model:
 # === One text, every head ===
 
 
+PREVIOUS_TOKEN = 0.5  # a previous-character head: at least this share on the character before
+INDUCTION = 0.3  # an induction head (layer 1 or later): at least this share on what followed an earlier copy
 JOB_MARGIN = 0.2  # how far a job's share must beat that of a head spreading its weight evenly
 
 
@@ -600,8 +602,8 @@ def head_jobs(model: Model, text: str) -> list[HeadJob]:
     """What each head does on ``text``, measured on its attention there: the previous-token share, and, at
     the characters seen before, the share on the characters that followed their earlier copies.
 
-    A head gets a job when its share reaches the job's threshold (0.5 for the previous character; 0.3 for
-    copying, in layer 1 or later) and beats by ``JOB_MARGIN`` the share of a head that spreads its weight
+    A head gets a job when its share reaches the job's threshold (``PREVIOUS_TOKEN`` for the previous character;
+    ``INDUCTION`` for copying, in layer 1 or later) and beats by ``JOB_MARGIN`` the share of a head that spreads its weight
     evenly over the characters it may see: on ``"aaaa"`` or ``"ab"`` an even head scores high too."""
     _check_text("head_jobs", model, text)
     attention = _attention("head_jobs", model, text)
@@ -617,8 +619,8 @@ def head_jobs(model: Model, text: str) -> list[HeadJob]:
             prev = previous_share(A) if len(A) > 1 else 0.0
             ind = math.fsum(math.fsum(A[i][k] for k in after) for i, after in repeats) / len(repeats) \
                 if repeats else None
-            job = ("previous character" if prev >= 0.5 and prev >= even_prev + JOB_MARGIN else
-                   "copies what came next last time" if ind is not None and ind >= 0.3 and layer > 0
+            job = ("previous character" if prev >= PREVIOUS_TOKEN and prev >= even_prev + JOB_MARGIN else
+                   "copies what came next last time" if ind is not None and ind >= INDUCTION and layer > 0
                    and ind >= even_ind + JOB_MARGIN else "")
             jobs.append(HeadJob(layer, h, prev, ind, job))
     return jobs

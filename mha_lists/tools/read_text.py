@@ -33,15 +33,16 @@ from typing import Optional, TextIO
 from ..core.checks import shorten
 from ..teaching.circuits import Composition, k_composition
 from ..teaching.model import Model
-from ..teaching.reading import (HELD_OUT, LIMITS, HeadScore, History, Settings, baselines, check_settings, head_scores,
-                                in_context_loss, run_from_json, run_to_json, train, validation_loss)
+from ..teaching.reading import (HELD_OUT, INDUCTION, LIMITS, PREVIOUS_TOKEN, HeadScore, History, Settings, baselines,
+                                check_settings, head_scores, in_context_loss, run_from_json, run_to_json, train,
+                                validation_loss)
 from .induction import (file_name, line_printer, parse_arguments, read_file, read_saved, run_parser,
                         same_as_saved, write_saved)
 
 __all__ = []
 
-PREVIOUS_TOKEN = 0.5  # the success rule: a layer-0 head at least this previous-token score ...
-INDUCTION = 0.3  # ... a later head at least this induction score ...
+# The success rule: a layer-0 head with at least PREVIOUS_TOKEN previous-token score, a later head with at
+# least INDUCTION induction score (the thresholds head_jobs names jobs with, from teaching.reading) ...
 IN_CONTEXT = 0.85  # ... the second copy's loss at most this times the first copy's ...
 # ... and the top K-composition pair is those two heads.
 
