@@ -373,3 +373,18 @@ def test_guide_07b_answers_on_where_copying_stops():
     off = model._replace(layers=[model.layers[0], w._replace(W_O=[[0.0] * len(row) if r < d_v else row for r, row in enumerate(w.W_O)])])
     copied, copy, p_copy, wrote, p_wrote = stop(off, "and god, and god", 8)
     assert f"copies for {copied} characters, then copying says `{copy}` ({p_copy:.2f}) and the model writes `{wrote}` ({p_wrote:.2f})" in answers
+    # Step 4's votes there, found without votes(): a layer-1 head's vote is the logit gap it leaves when switched off
+    where = encode(generate(off, "and god, and god", copied))[-window:]
+    i, j = VOCAB.index(copy), VOCAB.index(wrote)
+
+    def gap(m):  # logit(copy) - logit(wrote) after `where`
+        logits = run(m, where).logits[-1]
+        return logits[i] - logits[j]
+
+    without = {h: model._replace(layers=[model.layers[0], w._replace(W_O=[[0.0] * len(row) if h * d_v <= r < (h + 1) * d_v
+                                                                              else row for r, row in enumerate(w.W_O)])])
+               for h in (0, 1)}
+    vote = {h: gap(model) - gap(without[h]) for h in (0, 1)}
+    assert f"by a total vote of only {gap(model):.2f}. L1H0 votes {vote[0]:+.2f} for" in answers
+    assert f"while L1H1 votes {vote[1]:+.2f} against it".replace("-", "−") in answers
+    assert f"Without L1H0 the total is {gap(without[0]):.2f}".replace("-", "−") in answers

@@ -400,3 +400,50 @@ def test_copying_follows_the_longest_earlier_match_within_the_window():
         reading.copying(model, "abc", "xbcabc")
     with pytest.raises(ValueError, match="copying: sentence is empty"):
         reading.copying(model, "", "abc")
+
+
+def test_votes_split_the_logit_difference_among_the_parts_of_the_stream():
+    # By hand: one head reads the character before with weight 1.0 (a score of 200/sqrt(8) against 0), its values
+    # and W_O are the identity; 'a' is e_0, 'b' is e_1, and W_U scores 'a' 2 x column 0 and 'b' 3 x column 1.
+    a, b = reading.VOCAB.index("a"), reading.VOCAB.index("b")
+    tokens, W_U = zeros(V, 8), zeros(8, V)
+    tokens[a][0], tokens[b][1], W_U[0][a], W_U[1][b] = 1.0, 1.0, 2.0, 3.0
+    model = previous_token_model(strength=200.0)._replace(token_embeddings=tokens, W_U=W_U)
+    # after "ab": 'b' itself (e_1) votes 0 - 3 for 'a' against 'b'; the head hands on 'a' (e_0): 2 - 0
+    assert reading.votes(model, "ab", "a", "b") == [reading.Vote("the character itself", -3.0), reading.Vote("L0H0", 2.0)]
+    assert reading.votes(model, "ab", "b", "a") == [reading.Vote("the character itself", 3.0), reading.Vote("L0H0", -2.0)]
+
+    trained = reading.trained_model()
+    text = "and god, and god"
+    logits = run(trained, reading.encode(text)).logits[-1]
+    p = softmax(logits)
+    ballot = reading.votes(trained, text, ",", " ")
+    total = math.fsum(v.vote for v in ballot)
+    i, j = reading.VOCAB.index(","), reading.VOCAB.index(" ")
+    assert [v.part for v in ballot] == ["the character itself", "L0H0", "L0H1", "L0H2", "L1H0", "L1H1"]
+    assert math.isclose(total, logits[i] - logits[j], rel_tol=1e-12)  # the split is exact
+    assert math.isclose(math.exp(total), p[i] / p[j], rel_tol=1e-12)
+    # switching a head off takes away its vote and nothing else (layer 0 and L1H0 read the same stream)
+    off = reading.votes(reading.without(trained, 1, 1), text, ",", " ")
+    assert off == [v if v.part != "L1H1" else reading.Vote("L1H1", 0.0) for v in ballot]
+    # only the last 16 characters are read, as generate reads them
+    assert reading.votes(trained, "xyz" * 10 + text, ",", " ") == ballot
+
+    # W_U's bias gets a vote of its own, and the split stays exact
+    biased = trained._replace(b_U=[0.01 * k for k in range(V)])
+    ballot = reading.votes(biased, text, ",", " ")
+    logits = run(biased, reading.encode(text)).logits[-1]
+    assert ballot[-1] == reading.Vote("b_U", 0.01 * i - 0.01 * j)
+    assert math.isclose(math.fsum(v.vote for v in ballot), logits[i] - logits[j], rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("", ",", " "), "votes: text has 0 characters; it must have 1 to"),
+    (("ab", "4", " "), "votes: a is '4'; it must be one character of the book"),
+    (("ab", ",", "xy"), "votes: b is 'xy'; it must be one character of the book"),
+    (("ab", "A", "a"), "votes: a and b are both 'a'; give two different characters"),
+    ((5, ",", " "), "votes: text must be a str"),
+])
+def test_votes_names_what_is_wrong(args, message):
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        reading.votes(reading.trained_model(), *args)

@@ -40,6 +40,8 @@ in_context_loss                    loss on a passage's first copy and on its sec
 validation_loss, baselines         the loss per character, and unigram/bigram baselines
 generate                           the model writing, greedy or sampled
 without, copying                   a head switched off; how long the writing copies
+votes, Vote                        why it favours one next character over another: each
+                                   head's share of the logit difference
 trained_run, trained_model         the shipped run and its model (tools/read_text.py trains it)
 read, head_jobs                    every head's attention on a text, and what each does there
 =================================  ===================================================
@@ -511,6 +513,66 @@ def copying(model: Model, sentence: str, text: str) -> Copying:
         raise too_large("copying", error) from None
     return Copying(stop - start, len(ids) - start, None if copy is None else VOCAB[copy], VOCAB[ids[stop]],
                    None if copy is None else p[copy], p[ids[stop]])
+
+
+
+class Vote(NamedTuple):
+    """One part of the residual stream, and how much it favours one next character over another."""
+    part: str  # "the character itself" (its embedding), "L{layer}H{head}" (what that head wrote), or "b_U"
+    vote: float  # that part's logit for the one character minus its logit for the other
+
+
+def votes(model: Model, text: str, a: str, b: str) -> list[Vote]:
+    """Why ``model``, after ``text``, favours character ``a`` or ``b`` next: the logit difference
+    logit(a) - logit(b), split into one vote per part of the last character's residual stream.
+
+    That stream is the character's embedding plus what each head wrote (its row of the head's output times
+    its block of W_O), and the logits are the stream times W_U: the model has no MLP and no LayerNorm. So the
+    split is exact. The votes add up to logit(a) - logit(b), and p(a) / p(b) = e^(their sum). The model reads
+    the last characters of ``text`` that fit its window, as ``generate`` does.
+
+    >>> ballot = votes(trained_model(), "and god, and god", ",", " ")
+    >>> [v.part for v in ballot]
+    ['the character itself', 'L0H0', 'L0H1', 'L0H2', 'L1H0', 'L1H1']
+    >>> round(sum(v.vote for v in ballot), 2)  # > 0: ',' is the likelier of the two
+    2.19
+    """
+    T = _check_trained("votes", model)
+    check_type("votes", "text", text, str, "a str")
+    if not 1 <= len(text) <= T + LIMITS["length"]:
+        raise ValueError(f"votes: text has {len(text):,} characters; it must have 1 to {T + LIMITS['length']} "
+                         f"(the model reads the last {T})")
+    for name, c in (("a", a), ("b", b)):
+        check_type("votes", name, c, str, "a str")
+        if len(c) != 1 or encode(c)[0] == _IDS[UNKNOWN]:
+            raise ValueError(f"votes: {name} is {shorten(c)}; it must be one character of the book: "
+                             f"{CHARACTERS!r}")
+    if a.lower() == b.lower():
+        raise ValueError(f"votes: a and b are both {a.lower()!r}; give two different characters to compare")
+    if not model.residual:
+        raise ValueError("votes: model has no residual stream (residual=False), so its logits do not split "
+                         "into what each part wrote")
+    (ia,), (ib,) = encode(a), encode(b)
+    difference = [row[ia] - row[ib] for row in model.W_U]  # W_U's column for a, minus its column for b
+
+    def vote(row: list[float]) -> float:  # (row W_U)[a] - (row W_U)[b]
+        return math.fsum(v * d for v, d in zip(row, difference))
+
+    try:
+        trace = run(model, encode(text)[-T:])
+    except OverflowError as error:
+        raise too_large("votes", error) from None
+    first = "the character itself" if model.positions != "input" else "the character and its position"
+    ballot = [Vote(first, vote(trace.streams[0][-1]))]
+    for l, (w, layer) in enumerate(zip(model.layers, trace.layers)):
+        d_v = len(w.W_V[0][0])
+        for h, head in enumerate(layer.head_outputs):
+            block = w.W_O[h * d_v:(h + 1) * d_v]  # head h's rows of W_O
+            written = [math.fsum(head[-1][r] * block[r][c] for r in range(d_v)) for c in range(len(block[0]))]
+            ballot.append(Vote(f"L{l}H{h}", vote(written)))  # (check_model refuses attention biases)
+    if model.b_U is not None:
+        ballot.append(Vote("b_U", model.b_U[ia] - model.b_U[ib]))
+    return ballot
 
 
 # === The shipped run ===
