@@ -108,6 +108,12 @@ def test_guide_try_this_answers_recompute():
     assert f"every token puts {verb.attention[1][2][0]:.3f} on `I`" in answers
     halves = [" ".join(f"{v:.3f}" for v in half) for half in (verb.output[2][:2], verb.output[2][2:])]
     assert f"`{halves[0]} | {halves[1]}`" in answers
+    paper = paper_example()  # 00a's answer 4: a fourth token, and the positions come round
+    paper.tokens.append("today")
+    paper.x.append([0, -1, 1, 0])
+    four = attention_trace(paper.x, paper.weights).attention[0]
+    assert four[0].index(max(four[0])) == 3 and four[0][3] == four[1][0]
+    assert f"`I` reads `today`: it puts {four[0][3]:.4f} on it" in answers
     from mha_lists.teaching.reading import trained_run
     loss = trained_run()[2].loss  # 07b's answer 3
     assert f"from {loss[0]:.2f} at step 0 to {loss[-1]:.2f} at the last step ({min(loss):.2f} at its lowest)" in answers

@@ -71,7 +71,7 @@ def settings_cell(nb) -> int:
 
 def builds_the_paper_example(nb) -> bool:
     """Notebook 00a builds the hand-chosen example, ``ex = paper_example()``, which has no settings
-    (its "Try this" edits are run in tests/test_paper_and_worksheet.py)."""
+    (its "Try this" edits are run below: PAPER_EDITS)."""
     return any(cell.cell_type == "code" and re.search(r"^ex = paper_example\(\)", cell.source, re.M)
                for cell in nb.cells)
 
@@ -180,10 +180,15 @@ def check_variant(path, settings):
     nb = copy.deepcopy(stored)
     index = settings_cell(nb)
     nb.cells[index].source = with_settings(nb.cells[index].source, settings)
+    runs_and_keeps_its_checks(path, stored, nb, settings)
+
+
+def runs_and_keeps_its_checks(path, stored, nb, edit):
+    """nb, stored with an edit, runs in a fresh kernel, and no check that printed only True prints False."""
     try:
         nb = executed(nb, path)
     except nbclient.exceptions.CellExecutionError as error:
-        pytest.fail(f"{path.name} with {settings}: a cell raised:\n{str(error)[-1500:]}")
+        pytest.fail(f"{path.name} with {edit}: a cell raised:\n{str(error)[-1500:]}")
     flipped = []
     for number, (before, after) in enumerate(zip(stored.cells, nb.cells)):
         if before.cell_type != "code":
@@ -191,7 +196,29 @@ def check_variant(path, settings):
         old, new = BOOL.findall(cell_texts(before)), BOOL.findall(cell_texts(after))
         if ("False" not in old and "False" in new) or ("False" in old and old != new):
             flipped.append(f"cell {number}: {before.source[:120]!r}\n    now prints: {cell_texts(after)[:300]!r}")
-    assert not flipped, f"{path.name} with {settings}: checks changed:\n" + "\n".join(flipped)
+    assert not flipped, f"{path.name} with {edit}: checks changed:\n" + "\n".join(flipped)
+
+
+# Notebook 00a's "Try this" edits, each added to the cell that builds its example (paper_example()).
+PAPER = ROOT / "notebooks" / "00a_attention_on_paper.ipynb"
+PAPER_EDITS = {
+    "head-1-finds-the-verb": "weights.W_K[1][:] = [[0, 0], [1, 1], [0, 0], [1, 1]]",
+    "head-0-keys-doubled": "weights.W_K[0][:] = [[2 * v for v in row] for row in weights.W_K[0]]",
+    "transformers-a-verb": "x[2][2:] = [0, 1]",
+    "a-fourth-token": 'tokens.append("today")\nx.append([0, -1, 1, 0])',
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", sorted(PAPER_EDITS))
+def test_the_paper_notebook_survives_its_try_this(edit):
+    stored = nbformat.read(PAPER, as_version=4)
+    nb = copy.deepcopy(stored)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and re.search(r"^ex = paper_example\(\)", c.source, re.M))
+    if edit != "head-0-keys-doubled":  # the others are quoted in the Try this, as a learner types them
+        assert PAPER_EDITS[edit].split("\n")[0] in "".join(c.source for c in stored.cells if c.cell_type == "markdown")
+    cell.source += "\n" + PAPER_EDITS[edit]
+    runs_and_keeps_its_checks(PAPER, stored, nb, PAPER_EDITS[edit])
 
 
 @pytest.mark.slow
