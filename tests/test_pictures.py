@@ -659,3 +659,21 @@ def test_the_circuit_names_spaces_and_keeps_its_arguments():
     assert "the previous-character head at 1" in by_character.text
     assert "previous-character head: '␣' reads 'a' (1.00)" in texts(parse(by_character))
     assert "previous-token" not in by_character.svg
+
+
+def test_the_circuit_picture_takes_its_clearest_right_copy_when_given_no_query():
+    from mha_lists.teaching.pictures import clearest_copy
+    one = [1.0, 0.0, 0.0, 0.0, 0.0]
+    # "abab": position 2 ('a') reads 1 ('b', which followed the first 'a', and comes next) at 0.9;
+    # position 3 ('b') reads 2 ('a', which followed the first 'b') at 0.6: no token comes after it to check
+    induction = [one[:4], one[:4], [0.05, 0.9, 0.05, 0.0], [0.1, 0.1, 0.6, 0.2]]
+    assert clearest_copy(list("abab"), induction) == 2
+    # "abcab": row 3 ('a') reads 1 ('b', right, 0.7); row 4 ('b') reads 2 ('c', which followed the first 'b')
+    induction = [one, one, one, [0.1, 0.7, 0.1, 0.1, 0.0], [0.0, 0.1, 0.8, 0.1, 0.0]]
+    assert clearest_copy(list("abcab"), induction) == 3  # row 4 reads 'c', right, but nothing follows it to check
+    induction = [one, one, one, [0.7, 0.1, 0.1, 0.1, 0.0], [0.0, 0.1, 0.8, 0.1, 0.0]]
+    assert clearest_copy(list("abcab"), induction) == 4  # no right guess: the last token seen before
+    assert clearest_copy(list("abc"), [one[:3]] * 3) == 2  # nothing seen before: the last token
+    tokens, previous = list("abab"), [one[:4], one[:4], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
+    induction = [one[:4], one[:4], [0.05, 0.9, 0.05, 0.0], [0.1, 0.1, 0.6, 0.2]]
+    assert induction_circuit(tokens, previous, induction).text == induction_circuit(tokens, previous, induction, 2).text

@@ -426,6 +426,9 @@ def test_votes_split_the_logit_difference_among_the_parts_of_the_stream():
     # switching a head off takes away its vote and nothing else (layer 0 and L1H0 read the same stream)
     off = reading.votes(reading.without(trained, 1, 1), text, ",", " ")
     assert off == [v if v.part != "L1H1" else reading.Vote("L1H1", 0.0) for v in ballot]
+    unknown = reading.votes(trained, text, "<unk>", " ")  # the token of every character the book lacks
+    logit = reading.VOCAB.index("<unk>")
+    assert math.isclose(math.fsum(v.vote for v in unknown), logits[logit] - logits[j], rel_tol=1e-12)
     # only the last 16 characters are read, as generate reads them
     assert reading.votes(trained, "xyz" * 10 + text, ",", " ") == ballot
 
@@ -442,6 +445,7 @@ def test_votes_split_the_logit_difference_among_the_parts_of_the_stream():
     (("ab", "4", " "), "votes: a is '4'; it must be one character of the book"),
     (("ab", ",", "xy"), "votes: b is 'xy'; it must be one character of the book"),
     (("ab", "A", "a"), "votes: a and b are both 'a'; give two different characters"),
+    (("ab", "<unk>", "<unk>"), "votes: a and b are both '<unk>'; give two different characters"),
     ((5, ",", " "), "votes: text must be a str"),
 ])
 def test_votes_names_what_is_wrong(args, message):

@@ -12,6 +12,8 @@ attention_lines(tokens, weights, heads=...)    a line from each query to each ke
                                                width = weight, one colour and dash per head
 query_key_arrows(Q, K, tokens, query=i)        d_k = 2: queries and keys as arrows, each score
                                                q.k written beside its key, the winner marked
+induction_circuit(tokens, prev, induction)      an induction circuit's two links at one query
+                                               (by default clearest_copy's: its clearest right copy)
 line_chart(values, title=, x_label=, ...)      a curve, e.g. the loss of a training run
 Picture                                        .svg, .text, .save(path)
 =============================================  ===================================================
@@ -594,7 +596,26 @@ def query_key_arrows(Q: Matrix, K: Matrix, tokens: Sequence[str], *, query: int,
     return Picture(_svg(width, height, heading, text, body), text)
 
 
-def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix, query: int, *,
+def clearest_copy(tokens: Sequence[str], induction: Matrix) -> int:  # (T,), (T, T) -> a position
+    """Where an induction head copies most clearly: among the tokens seen before whose heaviest key followed an
+    earlier copy of them and is the token that comes next, the one with the largest weight there; else the last
+    token seen before; else the last token. ``induction_circuit`` draws there when given no query.
+
+    >>> clearest_copy(list("abab"), [[1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0.2, 0.8, 0]])
+    2
+    """
+    T = check_labels("clearest_copy", "tokens", tokens)
+    check_head_weights("clearest_copy", "induction", induction, (T, T))
+    after = {q: [p + 1 for p in range(q - 1) if tokens[p] == tokens[q]] for q in range(T)}  # what followed earlier copies
+    seen_before = [q for q in range(T) if after[q]]
+    reads = {q: max(range(T), key=induction[q].__getitem__) for q in seen_before}  # the key each row reads most
+    right = [q for q in seen_before if q + 1 < T and reads[q] in after[q] and tokens[reads[q]] == tokens[q + 1]]
+    if right:
+        return max(right, key=lambda q: induction[q][reads[q]])
+    return seen_before[-1] if seen_before else T - 1
+
+
+def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix, query: Optional[int] = None, *,
                       title: Optional[str] = None, unit: str = "token") -> Picture:  # previous, induction (T, T)
     """The two heads of an induction circuit at one query, drawn on the sentence itself.
 
@@ -604,7 +625,8 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
     strongest link from k, to p. When p holds the query's token, k is what followed that token last
     time, and the induction head hands it on: the circuit predicts tokens[k] next. The text says
     whether it does. ``unit`` names what a token is in the labels: "previous-character head" for a
-    model that reads characters.
+    model that reads characters. With no ``query``, the picture takes the clearest right copy:
+    ``clearest_copy``.
 
     >>> induction_circuit(list("abxab"), [[1, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0],
     ...                   [0, 0, 0, 1, 0]], [[1, 0, 0, 0, 0]] * 3 + [[0, 1, 0, 0, 0]] * 2, query=3)
@@ -619,7 +641,9 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
                 or (M[0] and isinstance(M[0][0], (list, tuple)))):  # a list of heads is not one head
             raise TypeError(f"{func}: {name} must be one head's (T, T) attention matrix, got {shorten(M)}")
         check_head_weights(func, name, M, (T, T))
-    if not 0 <= check_int(func, "query", query) < T:
+    if query is None:
+        query = clearest_copy(tokens, induction)
+    elif not 0 <= check_int(func, "query", query) < T:
         raise ValueError(f"{func}: query is {shorten(query)}; it must be a position from 0 to {T - 1}")
     if title is not None:
         check_type(func, "title", title, str, "a str")

@@ -542,17 +542,19 @@ def votes(model: Model, text: str, a: str, b: str) -> list[Vote]:
     if not 1 <= len(text) <= T + LIMITS["length"]:
         raise ValueError(f"votes: text has {len(text):,} characters; it must have 1 to {T + LIMITS['length']} "
                          f"(the model reads the last {T})")
-    for name, c in (("a", a), ("b", b)):
+    ids = []
+    for name, c in (("a", a), ("b", b)):  # one character of the book, or UNKNOWN (what copying may report)
         check_type("votes", name, c, str, "a str")
-        if len(c) != 1 or encode(c)[0] == _IDS[UNKNOWN]:
-            raise ValueError(f"votes: {name} is {shorten(c)}; it must be one character of the book: "
-                             f"{CHARACTERS!r}")
-    if a.lower() == b.lower():
-        raise ValueError(f"votes: a and b are both {a.lower()!r}; give two different characters to compare")
+        if c != UNKNOWN and (len(c) != 1 or encode(c)[0] == _IDS[UNKNOWN]):
+            raise ValueError(f"votes: {name} is {shorten(c)}; it must be one character of the book "
+                             f"({CHARACTERS!r}) or {UNKNOWN!r}")
+        ids.append(_IDS[UNKNOWN] if c == UNKNOWN else encode(c)[0])
+    ia, ib = ids
+    if ia == ib:
+        raise ValueError(f"votes: a and b are both {VOCAB[ia]!r}; give two different characters to compare")
     if not model.residual:
         raise ValueError("votes: model has no residual stream (residual=False), so its logits do not split "
                          "into what each part wrote")
-    (ia,), (ib,) = encode(a), encode(b)
     difference = [row[ia] - row[ib] for row in model.W_U]  # W_U's column for a, minus its column for b
 
     def vote(row: list[float]) -> float:  # (row W_U)[a] - (row W_U)[b]
