@@ -117,6 +117,9 @@ def test_guide_try_this_answers_recompute():
     from mha_lists.teaching.reading import trained_run
     loss = trained_run()[2].loss  # 07b's answer 3
     assert f"from {loss[0]:.2f} at step 0 to {loss[-1]:.2f} at the last step ({min(loss):.2f} at its lowest)" in answers
+    from mha_lists.teaching.reading import VOCAB
+    guessing = math.log(len(VOCAB))
+    assert loss[0] > guessing and f"It starts above guessing evenly, ln {len(VOCAB)} = {guessing:.2f}" in answers
     ex = running_example()
     trace = attention_trace(ex.x, ex.weights)
     assert f"(`<EOS>`) puts {trace.attention[0][-1][-1]:.4f} on itself" in answers
