@@ -515,7 +515,6 @@ def copying(model: Model, sentence: str, text: str) -> Copying:
                    None if copy is None else p[copy], p[ids[stop]])
 
 
-
 class Vote(NamedTuple):
     """One part of the residual stream, and how much it favours one next character over another."""
     part: str  # "the character itself" (its embedding), "L{layer}H{head}" (what that head wrote), or "b_U"
@@ -528,8 +527,8 @@ def votes(model: Model, text: str, a: str, b: str) -> list[Vote]:
 
     That stream is the character's embedding plus what each head wrote (its row of the head's output times
     its block of W_O), and the logits are the stream times W_U: the model has no MLP and no LayerNorm. So the
-    split is exact. The votes add up to logit(a) - logit(b), and p(a) / p(b) = e^(their sum). The model reads
-    the last characters of ``text`` that fit its window, as ``generate`` does.
+    split is exact: the votes add up to logit(a) - logit(b) (to rounding), and p(a) / p(b) = e^(their sum).
+    The model reads the last characters of ``text`` that fit its window, as ``generate`` does.
 
     >>> ballot = votes(trained_model(), "and god, and god", ",", " ")
     >>> [v.part for v in ballot]
@@ -566,12 +565,12 @@ def votes(model: Model, text: str, a: str, b: str) -> list[Vote]:
         raise too_large("votes", error) from None
     first = "the character itself" if model.positions != "input" else "the character and its position"
     ballot = [Vote(first, vote(trace.streams[0][-1]))]
-    for l, (w, layer) in enumerate(zip(model.layers, trace.layers)):
+    for n, (w, layer) in enumerate(zip(model.layers, trace.layers)):
         d_v = len(w.W_V[0][0])
         for h, head in enumerate(layer.head_outputs):
             block = w.W_O[h * d_v:(h + 1) * d_v]  # head h's rows of W_O
             written = [math.fsum(head[-1][r] * block[r][c] for r in range(d_v)) for c in range(len(block[0]))]
-            ballot.append(Vote(f"L{l}H{h}", vote(written)))  # (check_model refuses attention biases)
+            ballot.append(Vote(f"L{n}H{h}", vote(written)))  # (check_model refuses attention biases)
     if model.b_U is not None:
         ballot.append(Vote("b_U", model.b_U[ia] - model.b_U[ib]))
     return ballot
