@@ -397,3 +397,21 @@ def test_guide_07b_answers_on_where_copying_stops():
     assert f"by a total vote of only {gap(model):.2f}. L1H0 votes {vote[0]:+.2f} for" in answers
     assert f"while L1H1 votes {vote[1]:+.2f} against it".replace("-", "−") in answers
     assert f"Without L1H0 the total is {gap(without[0]):.2f}".replace("-", "−") in answers
+
+
+def test_what_07b_and_07c_say_of_the_book_and_of_the_model_holds():
+    """07b's vote table is explained by the book (after `d`, a space far more often than a comma); 07c says the
+    model adds positions only to layer 0's queries and keys."""
+    from mha_lists.teaching.reading import book, trained_model
+
+    def markdown(stem):
+        path = next((ROOT / "notebooks").glob(f"{stem}_*.ipynb"))
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        return " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+
+    text = book()
+    after_d = [b for a, b in zip(text, text[1:]) if a == "d"]
+    assert "a space follows `d` far more often than a comma does" in markdown("07b")
+    assert after_d.count(" ") > 5 * after_d.count(",")  # 6,157 against 765
+    assert "this model adds positions only to layer 0's queries and keys" in markdown("07c")
+    assert trained_model().positions == "queries and keys"

@@ -359,6 +359,17 @@ def _repeat_targets(seq: Sequence[int]) -> list[Optional[int]]:
     return [None] * L + list(seq[L + 1:])
 
 
+def followers(items: Sequence) -> list[list[int]]:  # (T,) -> for each position, positions before it
+    """For each position i, the positions that followed the earlier copies of items[i] (j + 1 for each
+    j < i - 1 with items[j] == items[i]): where an induction head at i should look. A step that trusts
+    its argument (its callers check theirs), for the tokens of a sentence or the ids of a text.
+
+    >>> followers("abab")
+    [[], [], [1], [2]]
+    """
+    return [[j + 1 for j in range(i - 1) if items[j] == items[i]] for i in range(len(items))]
+
+
 def first_half_targets(seq: Sequence[int]) -> list[Optional[int]]:
     """Token i + 1 at the positions i = 0 .. L - 2 of the first run (nothing there repeats), else None.
 

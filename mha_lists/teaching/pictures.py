@@ -37,6 +37,7 @@ from ..core.matrix import Matrix, Vector
 from ..core.softmax_and_masks import Mask
 from .block import LAYER_NORM_EPS, BlockWeights, block_steps, check_block
 from .example import Example, running_example
+from .induction import followers
 
 __all__ = ["pipeline", "attention_lines", "query_key_arrows", "induction_circuit", "line_chart", "block_diagram"]
 
@@ -606,7 +607,7 @@ def clearest_copy(tokens: Sequence[str], induction: Matrix) -> int:  # (T,), (T,
     """
     T = check_labels("clearest_copy", "tokens", tokens)
     check_head_weights("clearest_copy", "induction", induction, (T, T))
-    after = {q: [p + 1 for p in range(q - 1) if tokens[p] == tokens[q]] for q in range(T)}  # what followed earlier copies
+    after = followers(tokens)  # for each token, what followed its earlier copies
     seen_before = [q for q in range(T) if after[q]]
     reads = {q: max(range(T), key=induction[q].__getitem__) for q in seen_before}  # the key each row reads most
     right = [q for q in seen_before if q + 1 < T and reads[q] in after[q] and tokens[reads[q]] == tokens[q + 1]]

@@ -59,10 +59,10 @@ import random
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
-from ..core.matrix import Matrix
+from ..core.matrix import Matrix, product
 from ..core.checks import check_int, check_number, check_positive_int, check_type, quote_int, shorten, too_large
 from ..core.softmax_and_masks import softmax_of_rows
-from .induction import scores_on_repeats
+from .induction import followers, scores_on_repeats
 from .model import (Model, Step, check_model, check_progress, check_training_work, fit, flatten, forward_work, loss_of,
                     previous_share, random_model, run, shaped)
 from .weights import derive_rng
@@ -559,18 +559,17 @@ def votes(model: Model, text: str, a: str, b: str) -> list[Vote]:
     def vote(row: list[float]) -> float:  # (row W_U)[a] - (row W_U)[b]
         return math.fsum(v * d for v, d in zip(row, difference))
 
+    first = "the character itself" if model.positions != "input" else "the character and its position"
     try:
         trace = run(model, encode(text)[-T:])
-    except OverflowError as error:
+        ballot = [Vote(first, vote(trace.streams[0][-1]))]
+        for n, (w, layer) in enumerate(zip(model.layers, trace.layers)):
+            d_v = len(w.W_V[0][0])
+            for h, head in enumerate(layer.head_outputs):
+                written = product([head[-1]], w.W_O[h * d_v:(h + 1) * d_v])[0]  # its row times its block of W_O
+                ballot.append(Vote(f"L{n}H{h}", vote(written)))  # (check_model refuses attention biases)
+    except (OverflowError, ValueError) as error:  # past float64's range (fsum: inf - inf is a ValueError)
         raise too_large("votes", error) from None
-    first = "the character itself" if model.positions != "input" else "the character and its position"
-    ballot = [Vote(first, vote(trace.streams[0][-1]))]
-    for n, (w, layer) in enumerate(zip(model.layers, trace.layers)):
-        d_v = len(w.W_V[0][0])
-        for h, head in enumerate(layer.head_outputs):
-            block = w.W_O[h * d_v:(h + 1) * d_v]  # head h's rows of W_O
-            written = [math.fsum(head[-1][r] * block[r][c] for r in range(d_v)) for c in range(len(block[0]))]
-            ballot.append(Vote(f"L{n}H{h}", vote(written)))  # (check_model refuses attention biases)
     if model.b_U is not None:
         ballot.append(Vote("b_U", model.b_U[ia] - model.b_U[ib]))
     return ballot
@@ -671,8 +670,7 @@ def head_jobs(model: Model, text: str) -> list[HeadJob]:
     _check_text("head_jobs", model, text)
     attention = _attention("head_jobs", model, text)
     ids = encode(text)
-    repeats = [(i, [j + 1 for j in range(i - 1) if ids[j] == ids[i]]) for i in range(len(ids))]
-    repeats = [(i, after) for i, after in repeats if after]
+    repeats = [(i, after) for i, after in enumerate(followers(ids)) if after]  # the characters seen before
     # query i sees i + 1 characters, so an even head gives each of them 1 / (i + 1)
     even_prev = math.fsum(1 / (i + 1) for i in range(1, len(ids))) / (len(ids) - 1) if len(ids) > 1 else 1.0
     even_ind = math.fsum(len(after) / (i + 1) for i, after in repeats) / len(repeats) if repeats else 1.0
