@@ -488,9 +488,9 @@ def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names:
     up to four heads get larger panels."""
     T, T_k, H = len(tokens), len(keys), len(mats)
     few = H <= 4
-    per_row, row_h, top, size = min(4, H), (24.0 if few else 15.0), 44.0, (11 if few else 9)
+    per_row, row_h, top, size = min(4, H), (28.0 if few else 15.0), 44.0, (13 if few else 9)
     label_w = (0.6 * size) * max(len(t) for t in [*tokens, *keys]) + 6
-    panel_w = 2 * label_w + (110 if few else 70)
+    panel_w = 2 * label_w + (200 if few else 80)  # the lines' run, with a margin between panels
     panel_h = 34 + max(T, T_k) * row_h
     width = per_row * panel_w + 20
     body = []
@@ -499,12 +499,15 @@ def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names:
         y0 = top + (h // per_row) * panel_h
         body += [_style_sample(h, x0 + 4, y0 + 6), _text(x0 + 44, y0 + 10, names[h], size=11, weight="bold")]
         lines_top = y0 + 28
-        body += _head_lines(h, M, tokens, keys, names[h], x1=x0 + label_w + 4, x2=x0 + panel_w - label_w - 4,
-                            top=lines_top, row_h=row_h, offset=0.0, thickness=7.0 if few else 5.0)
+        margin = 30 if few else 10  # between this panel's keys and the next panel's queries
+        body += _head_lines(h, M, tokens, keys, names[h], x1=x0 + label_w + 4,
+                            x2=x0 + panel_w - margin - label_w - 4, top=lines_top, row_h=row_h, offset=0.0,
+                            thickness=8.0 if few else 5.0)
         for i, token in enumerate(tokens):
-            body.append(_text(x0 + label_w, lines_top + i * row_h + 3, token, anchor="end", size=size))
+            body.append(_text(x0 + label_w, lines_top + i * row_h + 4, token, anchor="end", size=size))
         for j, token in enumerate(keys):
-            body.append(_text(x0 + panel_w - label_w, lines_top + j * row_h + 3, token, anchor="start", size=size))
+            body.append(_text(x0 + panel_w - margin - label_w, lines_top + j * row_h + 4, token, anchor="start",
+                              size=size))
     body.append(_text(10, 36, "in each panel: queries (read) on the left, keys (are read) on the right", size=11,
                       fill="#555555"))
     return max(width, 500.0), top + math.ceil(H / per_row) * panel_h + 8, body
