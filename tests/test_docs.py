@@ -2,6 +2,7 @@
 commands run, links resolve, every notebook is listed, and the guide's measured answers recompute."""
 
 import json
+import math
 import pathlib
 import re
 import shlex
@@ -415,3 +416,22 @@ def test_what_07b_and_07c_say_of_the_book_and_of_the_model_holds():
     assert after_d.count(" ") > 5 * after_d.count(",")  # 6,157 against 765
     assert "this model adds positions only to layer 0's queries and keys" in markdown("07c")
     assert trained_model().positions == "queries and keys"
+
+
+def test_07s_claim_that_heads_with_jobs_keep_the_rows_apart():
+    """07 says, of its default examples, that the trained heads hand on rows far less alike than the random heads
+    do (mean cosine between two output rows, no mask for either); here recomputed, with a margin."""
+    from mha_lists import multi_head_attention, running_example
+
+    def likeness(M):  # the mean cosine between two rows, computed apart from 07's cell
+        norms = [math.sqrt(math.fsum(v * v for v in row)) for row in M]
+        pairs = [(i, j) for i in range(len(M)) for j in range(i + 1, len(M))]
+        return math.fsum(math.fsum(a * b for a, b in zip(M[i], M[j])) / (norms[i] * norms[j]) for i, j in pairs) / len(pairs)
+
+    cells = json.loads((ROOT / "notebooks" / "07_all_together.ipynb").read_text(encoding="utf-8"))["cells"]
+    source = "".join("".join(c["source"]) for c in cells)
+    assert "ex = running_example()\n" in source and 'book = running_example(trained=True, sentence="and god said")' in source
+    assert "By default the trained heads hand on rows far less alike than the random heads do." in source
+    ex, book = running_example(), running_example(trained=True, sentence="and god said")
+    random_heads, trained_heads = (likeness(multi_head_attention(e.x, e.weights)) for e in (ex, book))
+    assert trained_heads < random_heads / 3, (trained_heads, random_heads)  # 0.14 against 0.66
