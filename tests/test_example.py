@@ -204,3 +204,19 @@ def test_the_vocabulary_names_every_token_as_the_tokens_write_it():
         assert encode(ex.tokens, ex.vocab) == ex.ids
     vocab = running_example(trained=True).vocab
     assert vocab[:2] == ["<unk>", "␣"] and len(vocab) == len(set(vocab)) == len(running_example(trained=True).token_embeddings)
+
+
+def test_the_trained_example_has_the_models_attention_weights_but_not_its_values():
+    """02-06 and 07b say: `running_example(trained=True)` has exactly the trained model's layer-0 attention weights
+    (under the causal mask), while its values, made from x (characters plus positions), are not the model's."""
+    from mha_lists import attention_trace, causal_mask
+    from mha_lists.teaching.model import run
+    from mha_lists.teaching.reading import encode as encode_text, trained_model
+    model = trained_model()
+    for sentence in ("and god said", "In the beginning", "ab", "x", "the cat 🙂 sat on"[:16]):
+        ex = running_example(trained=True, sentence=sentence)
+        ours = attention_trace(ex.x, ex.weights, mask=causal_mask(len(ex.tokens)))
+        layer_0 = run(model, encode_text(sentence)).layers[0]
+        assert ours.attention == layer_0.attention, sentence
+        if len(sentence) > 1:
+            assert ours.V != layer_0.V, sentence

@@ -537,3 +537,25 @@ def test_a_student_copy_runs_checks_itself_and_is_handed_in_from_the_notebook_ap
     assert graded.returncode == 0, graded.stderr
     assert graded.stdout.splitlines()[0].endswith(f": {points[0]}/{sum(points)} points"), graded.stdout
     assert blocked == []
+
+
+def test_folded_cells_open_folded_in_the_notebook_app(lite_site, tmp_path):
+    """A cell stored with `jupyter.source_hidden` (tests/test_docs.py says which may be) opens with its code folded
+    in the notebook app and its output in view; the other code cells open with their code in view."""
+    notebook = ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"
+    code = [c for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    folded = [n for n, c in enumerate(code) if c["metadata"].get("jupyter", {}).get("source_hidden")]
+    assert folded
+    with serve_as_the_readme_does(lite_site) as port, chromium(tmp_path / "profile") as context:
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{port}/notebooks/index.html?path={notebook.name}")
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
+        page.wait_for_function(f"document.querySelectorAll('.jp-Notebook .jp-CodeCell').length === {len(code)}",
+                               timeout=120_000)
+        shown = page.evaluate("[...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map((cell) => ["
+                              "!!cell.querySelector('.jp-InputPlaceholder'),"
+                              "cell.querySelectorAll('.jp-OutputArea-output').length])")
+        page.screenshot(path=str(tmp_path / "07b.png"))
+        page.close()
+    assert [n for n, (placeholder, _) in enumerate(shown) if placeholder] == folded
+    assert all(shown[n][1] >= 1 for n in folded)  # the output stays in view

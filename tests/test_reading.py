@@ -451,3 +451,11 @@ def test_votes_split_the_logit_difference_among_the_parts_of_the_stream():
 def test_votes_names_what_is_wrong(args, message):
     with pytest.raises((ValueError, TypeError), match=re.escape(message)):
         reading.votes(reading.trained_model(), *args)
+
+
+def test_copying_never_prints_a_probability_as_zero():
+    """A reader saw `copying says ',' (probability 0.00)` for a probability of about 0.003."""
+    from mha_lists.teaching.reading import Copying
+    small = Copying(copied=3, written=10, copy=",", wrote="r", p_copy=0.0031, p_wrote=0.91)
+    assert str(small) == "copies for 3, then copying says ',' (probability 0.0031) and it writes 'r' (0.91)"
+    assert "(probability 0.15)" in str(small._replace(p_copy=0.149))

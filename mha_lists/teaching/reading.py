@@ -468,8 +468,13 @@ class Copying(NamedTuple):
             return f"copies for all {self.written} characters it writes"
         if self.copy is None:
             return f"copies for {self.copied}, then comes to a character seen nowhere earlier: nothing to copy"
-        return (f"copies for {self.copied}, then copying says {self.copy!r} (probability {self.p_copy:.2f}) and it "
-                f"writes {self.wrote!r} ({self.p_wrote:.2f})")
+        return (f"copies for {self.copied}, then copying says {self.copy!r} (probability {_p(self.p_copy)}) and it "
+                f"writes {self.wrote!r} ({_p(self.p_wrote)})")
+
+
+def _p(p: float) -> str:
+    """A probability to two decimals, or to two significant digits below 0.005, where two decimals would say 0.00."""
+    return f"{p:.2f}" if p >= 0.005 else f"{p:.2g}"
 
 
 def _copy_says(ids: list[int], T: int) -> Optional[int]:
