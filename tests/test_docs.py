@@ -484,7 +484,7 @@ def test_a_folded_cell_only_measures_or_lays_out_what_its_text_describes():
             continue
         folded_anywhere += len(folded)
         markdown = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
-        assert "is folded: click its ⋯ to read the code" in markdown, path.name
+        assert "Folded code (⋯) only" in markdown and "click to open it" in markdown, path.name
         for n in folded:
             assert code[n].get("outputs"), (path.name, "".join(code[n]["source"])[:60])
             defined, _ = names("".join(code[n]["source"]))
