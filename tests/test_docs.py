@@ -176,7 +176,7 @@ def test_readme_is_for_learners_short_and_starts_with_the_two_commands():
 
 
 def test_readme_names_the_notebooks_that_draw_pictures():
-    listed = re.search(r"Notebooks ([0-9ab,\s-]+?)\s+and\s+(\d\d)\s+draw pictures", README)
+    listed = re.search(r"Notebooks ([0-9a-d,\s-]+?)\s+and\s+(\d\d)\s+draw pictures", README)
     assert listed, "the README no longer says which notebooks draw pictures"
     numbers = [n.strip() for n in listed.group(1).split(",")] + [listed.group(2)]
     drawing = {p.stem.split("_")[0] for p in (ROOT / "notebooks").glob("*.ipynb")
@@ -309,7 +309,7 @@ def test_the_glossary_defines_the_words_the_core_path_uses_and_the_notebooks_lin
     numbers = {p.stem.split("_")[0] for p in (ROOT / "notebooks").glob("*.ipynb")}
     for where in re.findall(r"\(([0-9a-z, -]+)\)$", glossary, re.M):
         assert set(where.replace(" ", "").split(",")) <= numbers, where  # every notebook it names exists
-    for path in sorted((ROOT / "notebooks").glob("0[1-7][_-]*.ipynb")) + [ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"]:
+    for path in sorted((ROOT / "notebooks").glob("0[1-7][_-]*.ipynb")) + sorted((ROOT / "notebooks").glob("07[bd]_*.ipynb")):
         first = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
         assert "](glossary.md)" in first, path.name
 
@@ -346,8 +346,8 @@ def test_01s_claim_about_the_books_punctuation():
 
 
 def test_guide_07b_answers_on_where_copying_stops():
-    """07b's answers 1 and 2: where Step 2's copying stops on other sentences, or without layer 1 head 0,
-    and which character wins there; each winner is the book's commonest character in that place."""
+    """07b's answer 1 and 07d's answer 2: where Step 2's copying stops on other sentences, or without layer 1
+    head 0, and which character wins there; each winner is the book's commonest character in that place."""
     from mha_lists import softmax
     from mha_lists.teaching.model import run
     from mha_lists.teaching.reading import VOCAB, book, encode, generate, trained_run
@@ -383,7 +383,7 @@ def test_guide_07b_answers_on_where_copying_stops():
     off = model._replace(layers=[model.layers[0], w._replace(W_O=[[0.0] * len(row) if r < d_v else row for r, row in enumerate(w.W_O)])])
     copied, copy, p_copy, wrote, p_wrote = stop(off, "and god, and god", 8)
     assert f"copies for {copied} characters, then copying says `{copy}` ({p_copy:.2f}) and the model writes `{wrote}` ({p_wrote:.2f})" in answers
-    # Step 4's votes there, found without votes(): a layer-1 head's vote is the logit gap it leaves when switched off
+    # 07d's votes there, found without votes(): a layer-1 head's vote is the logit gap it leaves when switched off
     where = encode(generate(off, "and god, and god", copied))[-window:]
     i, j = VOCAB.index(copy), VOCAB.index(wrote)
 
@@ -401,7 +401,7 @@ def test_guide_07b_answers_on_where_copying_stops():
 
 
 def test_what_07b_and_07c_say_of_the_book_and_of_the_model_holds():
-    """07b's vote table is explained by the book (after `d`, a space far more often than a comma); 07c says the
+    """07d's vote table is explained by the book (after `d`, a space far more often than a comma); 07c says the
     model adds positions only to layer 0's queries and keys."""
     from mha_lists.teaching.reading import book, trained_model
 
@@ -412,7 +412,7 @@ def test_what_07b_and_07c_say_of_the_book_and_of_the_model_holds():
 
     text = book()
     after_d = [b for a, b in zip(text, text[1:]) if a == "d"]
-    assert "a space follows `d` far more often than a comma does" in markdown("07b")
+    assert "a space follows `d` far more often than a comma does" in markdown("07d")
     assert after_d.count(" ") > 5 * after_d.count(",")  # 6,157 against 765
     assert "this model adds positions only to layer 0's queries and keys" in markdown("07c")
     assert trained_model().positions == "queries and keys"
@@ -495,3 +495,32 @@ def test_a_folded_cell_only_measures_or_lays_out_what_its_text_describes():
                 assert not (defined & (loaded - stored)), (path.name, "".join(code[n]["source"])[:60],
                                                            defined & (loaded - stored))
     assert folded_anywhere >= 1
+
+
+def test_guide_07d_answer_on_the_votes_where_copying_stops():
+    """07d's answer 1: the votes at the place where copying stops on three sentences, each part's vote as the
+    guide quotes it, and the character's own vote the largest against the copy."""
+    from mha_lists.teaching.reading import copying, generate, trained_model, votes
+    answers = " ".join(section('Answers to "Try this"').split())
+    model = trained_model()
+    ballots = {}
+    for sentence in ("abcabcabcabc", "anna anna", "twinkle twinkle"):
+        text = generate(model, sentence, 60)
+        stop = copying(model, sentence, text)
+        ballot = {v.part: v.vote for v in votes(model, text[:len(sentence) + stop.copied], stop.copy, stop.wrote)}
+        assert min(ballot, key=ballot.get) == "the character itself", (sentence, ballot)
+        ballots[sentence] = ballot
+
+    def says(v):  # as the guide writes a vote
+        return f"{v:+.2f}".replace("-", "−")
+
+    abc, anna, twinkle = ballots.values()
+    others = math.fsum(v for part, v in abc.items() if part not in ("the character itself", "L1H1"))
+    assert (f"layer 1 head 1 votes {says(abc['L1H1'])} for the copy `b`, but the character itself votes "
+            f"{says(abc['the character itself'])} and the other heads {says(others)} in all, a total of "
+            f"{says(math.fsum(abc.values()))}") in answers
+    assert (f"the character itself votes {says(anna['the character itself'])} and layer 1 head 1 votes "
+            f"{says(anna['L1H1'])} *against* the copy (total {says(math.fsum(anna.values()))})") in answers
+    assert (f"the character itself votes {says(twinkle['the character itself'])}, more than layer 1 head 1's "
+            f"{says(twinkle['L1H1'])} and layer 0 head 2's {says(twinkle['L0H2'])} make up "
+            f"(total {says(math.fsum(twinkle.values()))})") in answers

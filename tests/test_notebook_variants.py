@@ -36,10 +36,10 @@ AsyncKernelManager = pytest.importorskip("jupyter_client").AsyncKernelManager
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Notebooks 18 and 19 (induction heads) build their own model from a sequence and Settings, not
-# from running_example; their learner's edits are tested in tests/test_induction.py. Notebooks 07b
-# and 07c open the trained model with a sentence of their own; their edits are tested below (BOOK_EDITS).
+# from running_example; their learner's edits are tested in tests/test_induction.py. Notebooks 07b,
+# 07c and 07d open the trained model with a sentence of their own; their edits are tested below (BOOK_EDITS).
 NOTEBOOKS = [path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
-             if not path.name.startswith(("07b_", "07c_", "18_", "19_"))]
+             if not path.name.startswith(("07b_", "07c_", "07d_", "18_", "19_"))]
 VARIANTS = {
     "seed7-4heads": {"seed": 7, "num_heads": 4},
     "another-sentence": {"sentence": "<BOS> I like transformers like I <EOS>"},
@@ -140,15 +140,20 @@ def test_the_trained_sentences_fit_the_trained_model():
         assert len(running_example(**settings).tokens) == len(settings["sentence"])
 
 
-# Notebooks 07b and 07c set plain variables in their first code cell (sentence, count, seed; 07b also
-# prompt, length and temperature): a learner's edits.
+# Notebooks 07b, 07c and 07d set plain variables in their first code cell (sentence, count; 07b and 07d
+# length; 07c and 07d seed; 07d prompt and temperature): a learner's edits.
 READ_A_BOOK = ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"
 CIRCUITS = ROOT / "notebooks" / "07c_circuits_in_the_weights.ipynb"
+CHOOSES = ROOT / "notebooks" / "07d_how_it_chooses.ipynb"
 BOOK_EDITS = {
     (READ_A_BOOK, "2-characters"): {"sentence": "ab"},
-    (READ_A_BOOK, "emoji-digits-no-repeat"): {"sentence": "Year 2024 \U0001F642!", "prompt": "X", "length": 5},
-    (READ_A_BOOK, "one-character"): {"sentence": "a", "temperature": 2.0, "seed": 7},
+    (READ_A_BOOK, "emoji-digits-no-repeat"): {"sentence": "Year 2024 \U0001F642!", "length": 5},
+    (READ_A_BOOK, "one-character"): {"sentence": "a"},
     (READ_A_BOOK, "16-characters-repeated"): {"sentence": "abcdabcdabcdabcd", "count": 3},
+    (CHOOSES, "2-characters"): {"sentence": "ab"},
+    (CHOOSES, "emoji-digits-no-repeat"): {"sentence": "Year 2024 \U0001F642!", "prompt": "X", "length": 5},
+    (CHOOSES, "one-character"): {"sentence": "a", "temperature": 2.0, "seed": 7},
+    (CHOOSES, "ends-inside-a-repeat"): {"sentence": "abcabcabcabc", "count": 3},
     (CIRCUITS, "one-character"): {"sentence": "a", "seed": 7},
     (CIRCUITS, "no-space-16-characters"): {"sentence": "godgodgodgodgodg", "count": 3},
 }
