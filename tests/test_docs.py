@@ -413,6 +413,10 @@ def test_what_07b_and_07c_say_of_the_book_and_of_the_model_holds():
     text = book()
     after_d = [b for a, b in zip(text, text[1:]) if a == "d"]
     assert "a space follows `d` far more often than a comma does" in markdown("07d")
+    from mha_lists.teaching.circuits import copies
+    from mha_lists.teaching.reading import VOCAB
+    assert "by default, attending to a space, L1H1 raises `t` most, not a space" in markdown("07d")
+    assert VOCAB[copies(trained_model(), 1, 1)[VOCAB.index(" ")]] == "t"
     assert after_d.count(" ") > 5 * after_d.count(",")  # 6,157 against 765
     assert "this model adds positions only to layer 0's queries and keys" in markdown("07c")
     assert trained_model().positions == "queries and keys"
