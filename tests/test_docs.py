@@ -528,3 +528,23 @@ def test_guide_07d_answer_on_the_votes_where_copying_stops():
     assert (f"the character itself votes {says(twinkle['the character itself'])}, more than layer 1 head 1's "
             f"{says(twinkle['L1H1'])} and layer 0 head 2's {says(twinkle['L0H2'])} make up "
             f"(total {says(math.fsum(twinkle.values()))})") in answers
+
+
+def test_guide_07_answers_on_the_mask_and_the_trained_layer():
+    """07's answers 2 and 4: the mean cosine between output rows under the causal mask, random and trained."""
+    from mha_lists import causal_mask, multi_head_attention, parameter_count, running_example
+    answers = " ".join(section('Answers to "Try this"').split())
+
+    def likeness(ex, causal):  # the mean cosine between two output rows, as 07's Step 4 measures it
+        M = multi_head_attention(ex.x, ex.weights, mask=causal_mask(len(ex.tokens)) if causal else None)
+        norms = [math.sqrt(math.fsum(v * v for v in row)) for row in M]
+        pairs = [(i, j) for i in range(len(M)) for j in range(i + 1, len(M))]
+        return math.fsum(math.fsum(a * b for a, b in zip(M[i], M[j])) / (norms[i] * norms[j]) for i, j in pairs) / len(pairs)
+
+    ex, book = running_example(), running_example(trained=True, sentence="and god said")
+    beginning = running_example(trained=True, sentence="in the beginning")
+    assert (f"(mean cosine {likeness(ex, True):.2f} for the random heads, against {likeness(ex, False):.2f} without it; "
+            f"{likeness(book, True):.2f} for `book`)") in answers
+    assert parameter_count(beginning.weights) == 2304
+    assert f"(mean cosine {likeness(beginning, True):.2f} for both)" in answers and \
+        f"{likeness(beginning, True):.2f}" == f"{likeness(book, True):.2f}"
