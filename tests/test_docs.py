@@ -422,22 +422,27 @@ def test_what_07b_and_07c_say_of_the_book_and_of_the_model_holds():
     assert trained_model().positions == "queries and keys"
 
 
+def output_likeness(ex, causal=False):
+    """The mean cosine between two rows of the layer's output on ``ex`` (07's Step 4 measure), computed apart
+    from 07's cell: each pair's dot product over the product of the two norms."""
+    from mha_lists import causal_mask, multi_head_attention
+    M = multi_head_attention(ex.x, ex.weights, mask=causal_mask(len(ex.tokens)) if causal else None)
+    norms = [math.sqrt(math.fsum(v * v for v in row)) for row in M]
+    pairs = [(i, j) for i in range(len(M)) for j in range(i + 1, len(M))]
+    return math.fsum(math.fsum(a * b for a, b in zip(M[i], M[j])) / (norms[i] * norms[j]) for i, j in pairs) / len(pairs)
+
+
 def test_07s_claim_that_heads_with_jobs_keep_the_rows_apart():
     """07 says, of its default examples, that the trained heads hand on rows far less alike than the random heads
     do (mean cosine between two output rows, no mask for either); here recomputed, with a margin."""
-    from mha_lists import multi_head_attention, running_example
-
-    def likeness(M):  # the mean cosine between two rows, computed apart from 07's cell
-        norms = [math.sqrt(math.fsum(v * v for v in row)) for row in M]
-        pairs = [(i, j) for i in range(len(M)) for j in range(i + 1, len(M))]
-        return math.fsum(math.fsum(a * b for a, b in zip(M[i], M[j])) / (norms[i] * norms[j]) for i, j in pairs) / len(pairs)
+    from mha_lists import running_example
 
     cells = json.loads((ROOT / "notebooks" / "07_all_together.ipynb").read_text(encoding="utf-8"))["cells"]
     source = "".join("".join(c["source"]) for c in cells)
     assert "ex = running_example()\n" in source and 'book = running_example(trained=True, sentence="and god said")' in source
     assert "By default the trained heads hand on rows far less alike than the random heads do." in source
     ex, book = running_example(), running_example(trained=True, sentence="and god said")
-    random_heads, trained_heads = (likeness(multi_head_attention(e.x, e.weights)) for e in (ex, book))
+    random_heads, trained_heads = output_likeness(ex), output_likeness(book)
     assert trained_heads < random_heads / 3, (trained_heads, random_heads)  # 0.14 against 0.66
 
 
@@ -532,15 +537,9 @@ def test_guide_07d_answer_on_the_votes_where_copying_stops():
 
 def test_guide_07_answers_on_the_mask_and_the_trained_layer():
     """07's answers 2 and 4: the mean cosine between output rows under the causal mask, random and trained."""
-    from mha_lists import causal_mask, multi_head_attention, parameter_count, running_example
+    from mha_lists import parameter_count, running_example
     answers = " ".join(section('Answers to "Try this"').split())
-
-    def likeness(ex, causal):  # the mean cosine between two output rows, as 07's Step 4 measures it
-        M = multi_head_attention(ex.x, ex.weights, mask=causal_mask(len(ex.tokens)) if causal else None)
-        norms = [math.sqrt(math.fsum(v * v for v in row)) for row in M]
-        pairs = [(i, j) for i in range(len(M)) for j in range(i + 1, len(M))]
-        return math.fsum(math.fsum(a * b for a, b in zip(M[i], M[j])) / (norms[i] * norms[j]) for i, j in pairs) / len(pairs)
-
+    likeness = output_likeness
     ex, book = running_example(), running_example(trained=True, sentence="and god said")
     beginning = running_example(trained=True, sentence="in the beginning")
     assert (f"(mean cosine {likeness(ex, True):.2f} for the random heads, against {likeness(ex, False):.2f} without it; "
@@ -548,3 +547,17 @@ def test_guide_07_answers_on_the_mask_and_the_trained_layer():
     assert parameter_count(beginning.weights) == 2304
     assert f"(mean cosine {likeness(beginning, True):.2f} for both)" in answers and \
         f"{likeness(beginning, True):.2f}" == f"{likeness(book, True):.2f}"
+
+
+def test_02_06s_sentence_on_overflow_holds():
+    """02-06, part 04: a float64 holds numbers up to about 1.8e308 and e^710 is larger, so math.exp fails on
+    scores near 1000 (Try this 6), while the shifted softmax does not."""
+    import sys
+    from mha_lists import softmax
+    cells = json.loads((ROOT / "notebooks" / "02-06_the_layer_step_by_step.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+    assert "a float64 holds numbers up to about $1.8 \\times 10^{308}$ and $e^{710}$ is larger" in text
+    assert f"{sys.float_info.max:.1e}" == "1.8e+308" and math.exp(709) < sys.float_info.max
+    with pytest.raises(OverflowError):
+        math.exp(710)
+    assert softmax([1000.0, 1001.0, 1002.0]) == softmax([0.0, 1.0, 2.0])
