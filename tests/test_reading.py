@@ -395,7 +395,7 @@ def test_copying_follows_the_longest_earlier_match_within_the_window():
     p = softmax(run(model, ids).logits[-1])
     assert (stop.copied, stop.copy) == (1, "b") and stop.p_copy == p[reading.VOCAB.index("b")]
     assert stop.p_wrote == max(p) and stop.wrote == reading.VOCAB[p.index(max(p))]  # greedy wrote the likeliest
-    assert str(stop) == f"copies for 1, then copying says 'b' (probability {stop.p_copy:.2f}) and it writes {stop.wrote!r} ({max(p):.2f})"
+    assert str(stop) == f"copies 1 character, then stops: copying says 'b' (probability {stop.p_copy:.2f}), it writes {stop.wrote!r} ({max(p):.2f})"
     with pytest.raises(ValueError, match="copying: text must begin with sentence"):
         reading.copying(model, "abc", "xbcabc")
     with pytest.raises(ValueError, match="copying: sentence is empty"):
@@ -457,5 +457,8 @@ def test_copying_never_prints_a_probability_as_zero():
     """A reader saw `copying says ',' (probability 0.00)` for a probability of about 0.003."""
     from mha_lists.teaching.reading import Copying
     small = Copying(copied=3, written=10, copy=",", wrote="r", p_copy=0.0031, p_wrote=0.91)
-    assert str(small) == "copies for 3, then copying says ',' (probability 0.0031) and it writes 'r' (0.91)"
+    assert str(small) == "copies 3 characters, then stops: copying says ',' (probability 0.0031), it writes 'r' (0.91)"
+    assert str(small._replace(copied=0)) == "stops at once: copying says ',' (probability 0.0031), it writes 'r' (0.91)"
+    assert str(small._replace(wrote=None)) == "copies all 10 characters it writes"
+    assert str(small._replace(copy=None)).endswith("then stops: it comes to a character seen nowhere earlier, with nothing to copy")
     assert "(probability 0.15)" in str(small._replace(p_copy=0.149))

@@ -465,10 +465,12 @@ class Copying(NamedTuple):
 
     def __str__(self) -> str:
         if self.wrote is None:
-            return f"copies for all {self.written} characters it writes"
+            return f"copies all {self.written} characters it writes"
+        copied = "stops at once" if self.copied == 0 else \
+            f"copies {self.copied} character{'s' * (self.copied != 1)}, then stops"
         if self.copy is None:
-            return f"copies for {self.copied}, then comes to a character seen nowhere earlier: nothing to copy"
-        return (f"copies for {self.copied}, then copying says {self.copy!r} (probability {_p(self.p_copy)}) and it "
+            return f"{copied}: it comes to a character seen nowhere earlier, with nothing to copy"
+        return (f"{copied}: copying says {self.copy!r} (probability {_p(self.p_copy)}), it "
                 f"writes {self.wrote!r} ({_p(self.p_wrote)})")
 
 
