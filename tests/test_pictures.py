@@ -677,3 +677,18 @@ def test_the_circuit_picture_takes_its_clearest_right_copy_when_given_no_query()
     tokens, previous = list("abab"), [one[:4], one[:4], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
     induction = [one[:4], one[:4], [0.05, 0.9, 0.05, 0.0], [0.1, 0.1, 0.6, 0.2]]
     assert induction_circuit(tokens, previous, induction).text == induction_circuit(tokens, previous, induction, 2).text
+
+
+def test_induction_circuit_boxes_are_wide_enough_for_their_tokens():
+    """A reader saw `<unk>` spill out of its box and over its neighbour's: each box is as wide as its longest
+    token needs at 14px, and a row of one-character tokens keeps its 26px squares."""
+    previous = [[1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]
+    induction = [[1, 0, 0, 0]] * 3 + [[0, 1, 0, 0]]
+
+    def box_widths(tokens):
+        root = ET.fromstring(induction_circuit(tokens, previous, induction, query=3).svg)
+        return {float(r.get("width")) for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.get("stroke") == "#888888"}
+
+    assert box_widths(list("abab")) == {26.0}
+    (wide,) = box_widths(["<unk>", "a", "<unk>", "a"])
+    assert wide >= 9 * len("<unk>")

@@ -665,18 +665,19 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
     text = f"{func}: {said}"
 
     box, gap, side = 26.0, 6.0, 30.0
-    width = max(2 * side + T * (box + gap) - gap, 560.0)
-    left = (width - (T * (box + gap) - gap)) / 2
+    box_w = max(box, 9.0 * max(map(len, shown)) + 8.0)  # wide enough for the longest token at 14px ("<unk>")
+    width = max(2 * side + T * (box_w + gap) - gap, 560.0)
+    left = (width - (T * (box_w + gap) - gap)) / 2
     row_y, height = 150.0, 300.0
 
     def centre(j: int) -> float:
-        return left + j * (box + gap) + box / 2
+        return left + j * (box_w + gap) + box_w / 2
 
     heading = title if title is not None else f"The induction circuit at {shown[query]!r}, position {query}"
     body = [_text(width / 2, 22, heading, anchor="middle", size=14, weight="bold")]
     for j, t in enumerate(shown):  # the sentence, one box per token, the three that matter filled
         fill = {query: "#cfe3f5", k: "#fbd9c4", p: "#e3e3e3"}.get(j, "#ffffff")
-        body.append(f'<rect x="{_n(centre(j) - box / 2)}" y="{_n(row_y - box / 2)}" width="{_n(box)}" '
+        body.append(f'<rect x="{_n(centre(j) - box_w / 2)}" y="{_n(row_y - box / 2)}" width="{_n(box_w)}" '
                     f'height="{_n(box)}" fill="{fill}" stroke="#888888"/>')
         weight = "bold" if j in (query, k, p) else "normal"
         body.append(_text(centre(j), row_y + 5, t, anchor="middle", size=14, weight=weight))
