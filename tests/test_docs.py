@@ -459,6 +459,95 @@ def test_07s_claims_on_its_residual_picture():
     assert output_likeness(ex) > likeness_of(ex.x) + 0.5  # 0.66 against -0.07
 
 
+def test_02_06s_why_a_space_reads_itself():
+    """02-06: in the trained layer's head 0, by their characters alone (token rows, no positions), a space's query
+    matches a space's key better than any other character's."""
+    from mha_lists.teaching.reading import VOCAB, trained_model
+    cells = json.loads((ROOT / "notebooks" / "02-06_the_layer_step_by_step.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+    assert "by their characters alone, a space's query matches a space's key better than any other character's" in text
+    model = trained_model()
+    W_Q, W_K = model.layers[0].W_Q[0], model.layers[0].W_K[0]
+
+    def project(row, W):
+        return [math.fsum(r * W[i][c] for i, r in enumerate(row)) for c in range(len(W[0]))]
+
+    space = VOCAB.index(" ")
+    query = project(model.token_embeddings[space], W_Q)
+    match = [math.fsum(a * b for a, b in zip(query, project(e, W_K))) for e in model.token_embeddings]
+    assert max(range(len(VOCAB)), key=match.__getitem__) == space
+
+
+def test_a_folded_cell_only_measures_or_lays_out_what_its_text_describes():
+    """Some cells' code is folded (JupyterLab and JupyterLite honour `jupyter.source_hidden`): only a code cell that
+    shows something, in a notebook that says cells are folded and how to open one, and that defines nothing a
+    later cell in view reads (a name that cell does not assign itself): the arithmetic a learner follows stays
+    in view."""
+    import ast
+
+    def names(source):
+        stored, loaded = set(), set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Name):
+                (stored if isinstance(node.ctx, ast.Store) else loaded).add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                stored.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                stored |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        return stored, loaded
+
+    folded_anywhere = 0
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        folded = [n for n, c in enumerate(code) if c["metadata"].get("jupyter", {}).get("source_hidden")]
+        assert all(not c["metadata"].get("jupyter", {}).get("source_hidden") for c in cells if c["cell_type"] != "code")
+        if not folded:
+            continue
+        folded_anywhere += len(folded)
+        markdown = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+        assert "Folded code (⋯) only" in markdown and "click to open it" in markdown, path.name
+        for n in folded:
+            assert code[n].get("outputs"), (path.name, "".join(code[n]["source"])[:60])
+            defined, _ = names("".join(code[n]["source"]))
+            for later in code[n + 1:]:
+                if later["metadata"].get("jupyter", {}).get("source_hidden"):
+                    continue  # folded too: what it reads stays out of view with it
+                stored, loaded = names("".join(later["source"]))
+                assert not (defined & (loaded - stored)), (path.name, "".join(code[n]["source"])[:60],
+                                                           defined & (loaded - stored))
+    assert folded_anywhere >= 1
+
+
+def test_guide_07d_answer_on_the_votes_where_copying_stops():
+    """07d's answer 1: the votes at the place where copying stops on three sentences, each part's vote as the
+    guide quotes it, and the character's own vote the largest against the copy."""
+    from mha_lists.teaching.reading import copying, generate, trained_model, votes
+    answers = " ".join(section('Answers to "Try this"').split())
+    model = trained_model()
+    ballots = {}
+    for sentence in ("abcabcabcabc", "anna anna", "twinkle twinkle"):
+        text = generate(model, sentence, 60)
+        stop = copying(model, sentence, text)
+        ballot = {v.part: v.vote for v in votes(model, text[:len(sentence) + stop.copied], stop.copy, stop.wrote)}
+        assert min(ballot, key=ballot.get) == "the character itself", (sentence, ballot)
+        ballots[sentence] = ballot
+
+    def says(v):  # as the guide writes a vote
+        return f"{v:+.2f}".replace("-", "−")
+
+    abc, anna, twinkle = ballots.values()
+    others = math.fsum(v for part, v in abc.items() if part not in ("the character itself", "L1H1"))
+    assert (f"layer 1 head 1 votes {says(abc['L1H1'])} for the copy `b`, but the character itself votes "
+            f"{says(abc['the character itself'])} and the other heads {says(others)} in all, a total of "
+            f"{says(math.fsum(abc.values()))}") in answers
+    assert (f"the character itself votes {says(anna['the character itself'])} and layer 1 head 1 votes "
+            f"{says(anna['L1H1'])} *against* the copy (total {says(math.fsum(anna.values()))})") in answers
+    assert (f"the character itself votes {says(twinkle['the character itself'])}, more than layer 1 head 1's "
+            f"{says(twinkle['L1H1'])} and layer 0 head 2's {says(twinkle['L0H2'])} make up "
+            f"(total {says(math.fsum(twinkle.values()))})") in answers
+
+
 def test_guide_07_answers_on_the_mask_and_the_trained_layer():
     """07's answers 2 and 4: the mean cosine between output rows under the causal mask, random and trained."""
     from mha_lists import parameter_count, running_example
