@@ -324,7 +324,7 @@ def test_on_a_school_server_over_http_notebook_00a_runs_in_the_notebook_app(lite
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=120_000)
         last_output = ("[...document.querySelectorAll('.jp-OutputArea-output')]"  # the last cell's
-                       ".some((o) => /two heads +one head/.test(o.textContent))")
+                       ".some((o) => /two heads: .* one head: /.test(o.textContent))")
         page.get_by_role("menuitem", name="Edit").click()
         page.get_by_text("Clear Outputs of All Cells", exact=True).click()  # the stored ones
         page.wait_for_function("!" + last_output)
