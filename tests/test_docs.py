@@ -572,3 +572,21 @@ def test_02_06s_sentence_on_overflow_holds():
     with pytest.raises(OverflowError):
         math.exp(710)
     assert softmax([1000.0, 1001.0, 1002.0]) == softmax([0.0, 1.0, 2.0])
+
+
+def test_07bs_claim_that_the_model_never_predicts_unk():
+    """07b, Step 1: `<unk>`, which the book never has, is a token the model learned never to predict: on held-out
+    text and on sentences full of characters the book lacks, its probability stays below 0.01 everywhere
+    (0.005 at most, measured)."""
+    from mha_lists import softmax
+    from mha_lists.teaching.model import run
+    from mha_lists.teaching.reading import VOCAB, encode, held_out_windows, trained_model
+    cells = json.loads((ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+    assert "token, `<unk>`, which the model learned never to predict" in text
+    model = trained_model()
+    unk = VOCAB.index("<unk>")
+    texts = [w.ids for w in held_out_windows(16, 20)]
+    texts += [encode(s) for s in ("room 101, room 1", "the year 1999 an", "2024 2024 2024 2", "é é é é é é é é ")]
+    largest = max(softmax(row)[unk] for ids in texts for row in run(model, ids[:16]).logits)
+    assert largest < 0.01, largest

@@ -158,6 +158,11 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 1
             f"{_esc(text)}</text>")
 
 
+def _text_width(text: str, size: float) -> float:
+    """About how wide ``text`` is at font size ``size``: 0.6 of the size per character (sans-serif)."""
+    return 0.6 * size * len(text)
+
+
 def _arrow(x1: float, y1: float, x2: float, y2: float, *, colour: str = "#000000", width: float = 1.5,
            dash: str = "", head: float = 8.0) -> list[str]:
     """A line from (x1, y1) to (x2, y2) with a filled triangle at the end (no markers, no ids)."""
@@ -489,7 +494,7 @@ def _lines_panels(mats: list[Matrix], tokens: list[str], keys: list[str], names:
     T, T_k, H = len(tokens), len(keys), len(mats)
     few = H <= 4
     per_row, row_h, top, size = min(4, H), (28.0 if few else 15.0), 44.0, (13 if few else 9)
-    label_w = (0.6 * size) * max(len(t) for t in [*tokens, *keys]) + 6
+    label_w = max(_text_width(t, size) for t in [*tokens, *keys]) + 6
     panel_w = 2 * label_w + (200 if few else 80)  # the lines' run, with a margin between panels
     panel_h = 34 + max(T, T_k) * row_h
     width = per_row * panel_w + 20
@@ -665,7 +670,7 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
     text = f"{func}: {said}"
 
     box, gap, side = 26.0, 6.0, 30.0
-    box_w = max(box, 9.0 * max(map(len, shown)) + 8.0)  # wide enough for the longest token at 14px ("<unk>")
+    box_w = max(box, max(_text_width(t, 14) for t in shown) + 8.0)  # wide enough for the longest token ("<unk>")
     width = max(2 * side + T * (box_w + gap) - gap, 560.0)
     left = (width - (T * (box_w + gap) - gap)) / 2
     row_y, height = 150.0, 300.0
