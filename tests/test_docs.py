@@ -459,6 +459,24 @@ def test_07s_claims_on_its_residual_picture():
     assert output_likeness(ex) > likeness_of(ex.x) + 0.5  # 0.66 against -0.07
 
 
+def test_07s_claim_that_heads_with_jobs_keep_the_tokens_apart():
+    """07, Step 4: the book model's heads, on Step 1's sentence, give rows of MHA(x) far less alike than the random
+    heads' (0.14 against 0.66 by default), because each puts most of its weight on one character or a few."""
+    from mha_lists import attention_trace, causal_mask, running_example
+
+    cells = json.loads((ROOT / "notebooks" / "07_all_together.ipynb").read_text(encoding="utf-8"))["cells"]
+    source = "".join("".join(c["source"]) for c in cells)
+    assert 'book = running_example(trained=True, sentence="and god said")' in source
+    text = " ".join(source.split())
+    assert "Each trained head puts most of its weight on one character or a few" in text
+    ex, book = running_example(), running_example(trained=True, sentence="and god said")
+    for causal in (False, True):
+        assert output_likeness(book, causal) < output_likeness(ex, causal) / 3  # 0.14 against 0.66; 0.06 against 0.30
+        mask = causal_mask(len(book.tokens)) if causal else None
+        for A in attention_trace(book.x, book.weights, mask=mask).attention:
+            assert math.fsum(max(row) for row in A) / len(A) > 0.65  # the mean top weight: 0.70 to 1.00
+
+
 def test_02_06s_why_a_space_reads_itself():
     """02-06: in the trained layer's head 0, by their characters alone (token rows, no positions), a space's query
     matches a space's key better than any other character's."""
