@@ -35,7 +35,7 @@ MESSAGES = {
     "options": "{func}: {name} must have " + OPTIONS + " (build_parser().parse_args(...)), "
                "got {type} without {missing}",
     "sentence": "{func}: {name}.sentence has {n} tokens; at most 64",
-    "size": "{func}: {name}.{option} is {value}; the trace prints at most 256",
+    "size": "{func}: {name}.{option} is {value}; the trace prints at most 128",
     "table": "format_table: table must be a Table (from trace_items), got {type}",
 }
 
@@ -204,7 +204,8 @@ def test_the_guides_widths_are_what_is_printed():
     (("--sentence", "  "), "running_example: the sentence is empty"),
     (("--heads", "two"), "argument --heads: " + MESSAGES["not a whole number"].format(value="'two'")),
     (("--d-model", "0"), "argument --d-model: " + MESSAGES["at least 1"].format(value=0)),
-    (("--d-model", "4096"), "argument --d-model: " + MESSAGES["too large"].format(value=4096, limit=256)),
+    (("--d-model", "4096"), "argument --d-model: " + MESSAGES["too large"].format(value=4096, limit=128)),
+    (("--d-model", "256"), "argument --d-model: " + MESSAGES["too large"].format(value=256, limit=128)),
     (("--digits", "40"), "argument --digits: " + MESSAGES["digits"].format(value=40)),
     (("--seed", "9" * 5000), "argument --seed: " + MESSAGES["digits of a number"].format(n="5,000")),
     (("--seed", "1" * 101), "argument --seed: " + MESSAGES["digits of a number"].format(n=101)),
@@ -243,6 +244,16 @@ def command_problem(main, argv):
     if code != 2 or len(lines) != 1 or out.getvalue() or len(lines[0]) > 500:
         return f"exit {code}, stdout {len(out.getvalue())} chars, stderr {err.getvalue()!r:.300}"
     return None
+
+
+def test_the_widest_model_the_help_allows_is_traced():
+    """--help's "at most MAX_D_MODEL" is what the trace can print: W_O, d_model x d_model, fits a table."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--d-model", str(cli.MAX_D_MODEL), "--heads", "1"])
+    assert code in (0, None) and err.getvalue() == ""
+    assert f"d_model = {cli.MAX_D_MODEL}" in out.getvalue()
+    assert f"at most {cli.MAX_D_MODEL}" in cli.build_parser().format_help()
 
 
 @pytest.mark.parametrize("argv", CLI_BAD, ids=lambda argv: " ".join(argv)[:40])

@@ -156,3 +156,17 @@ def test_every_call_leaves_its_arguments_alone():
     assert_no_mutation(decode_step, [0.5, 0.6, 0.7, 0.8], W4, cache, scale=0.5)
     assert_no_mutation(decode_step, [0.5, 0.6, 0.7], W4, cache)
     assert_no_mutation(decode_step, [0.5, 0.6, 0.7, 0.8], W4, KVCache(cache.K, cache.V[:1]))
+
+
+def test_a_cache_of_tuples_is_read_like_one_of_lists():
+    """check_cache takes tuple matrices, as every matrix argument does; the step then gives the same numbers
+    and the same cache, its old rows shared with the old cache (notebook 12)."""
+    weights = init_mha_weights(4, 2, seed=0)
+    row = [0.1, 0.2, 0.3, 0.4]
+    _, cache = decode_step(row, weights)
+    as_tuples = KVCache([tuple(tuple(r) for r in M) for M in cache.K], [tuple(M) for M in cache.V])
+    out_t, cache_t = decode_step(row, weights, as_tuples)
+    out_l, cache_l = decode_step(row, weights, cache)
+    assert out_t == out_l
+    assert [[list(r) for r in M] for M in cache_t.K + cache_t.V] == cache_l.K + cache_l.V
+    assert cache_t.K[0][0] is as_tuples.K[0][0] and type(cache_t.K[0]) is list

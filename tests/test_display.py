@@ -312,3 +312,27 @@ def test_a_table_too_large_to_read_is_refused_at_once_with_a_way_out():
         display.attention_heatmap(big, [str(i) for i in range(side)])
     edge = [[0.0] * (side - 1) for _ in range(side - 1)]  # 128 x 128 is shown
     assert display.format_matrix(edge).count("\n") == side - 1
+
+
+@pytest.mark.parametrize("label", [10**5000, None, [[1]], True], ids=["5000 digits", "None", "a list", "True"])
+def test_every_label_is_a_text_or_a_number(label):
+    """Labels are shown with str(): a 5,000-digit int (str() refuses it), a list nested past the recursion limit
+    or None is refused by name and place, in every function that takes labels."""
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    for bad in (label, deep):
+        for func, call in (("format_matrix", lambda: format_matrix([[1.0]], row_labels=[bad])),
+                           ("heatmap", lambda: heatmap([[1.0]], col_labels=[bad])),
+                           ("attention_heatmap", lambda: attention_heatmap([[1.0]], [bad])),
+                           ("bar_chart", lambda: bar_chart([bad], [1.0]))):
+            message = str(refused(func, call, (ValueError, TypeError)))
+            assert "[0]" in message
+    assert "1.5" in format_matrix([[1.0, 2.0]], col_labels=[0, 1.5])  # numbers are labels too
+
+
+def test_explained_scores_takes_any_scale_check_number_takes():
+    """An int scale of 151 digits passes check_number, and is used as the float it is."""
+    from mha_lists.teaching.display import explained_scores
+    table = explained_scores([[1.0]], [[1.0]], ["a"], scale=10**150)
+    assert table.M == [[1e150]] and f"scale {format_number(1e150)}" in table.explain(0, 0)

@@ -220,3 +220,13 @@ def test_the_trained_example_has_the_models_attention_weights_but_not_its_values
         assert ours.attention == layer_0.attention, sentence
         if len(sentence) > 1:
             assert ours.V != layer_0.V, sentence
+
+
+@pytest.mark.parametrize("setting", [dict(num_heads=3.0), dict(num_heads=True), dict(d_model="24"),
+                                     dict(d_model=24.0)])
+def test_the_trained_examples_sizes_are_ints_like_the_random_ones(setting):
+    """With trained=True, d_model and num_heads may be given only as the model's own sizes, and only as ints:
+    3.0 is refused as it is without trained=True."""
+    assert isinstance(refused("running_example", lambda: running_example(trained=True, **setting), TypeError),
+                      TypeError)
+    assert running_example(trained=True, num_heads=3, d_model=24).weights is not None

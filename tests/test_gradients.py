@@ -499,3 +499,16 @@ def test_grad_output_needs_one_row_per_token_in_every_entry_point():
         with pytest.raises(ShapeError, match=rf"^{func.__name__}: x is 4x6 and grad_output is 3x6; x's rows \(4\) and "
                                              r"grad_output's rows \(3\) must be equal"):
             func(x, w, G[:3])
+
+
+def test_gradients_of_opposite_signs_past_float64_are_named_not_raw():
+    """dA = d_head V^T can hold +inf and -inf at once; the softmax's backward step then sums inf - inf. Like the
+    same-sign case, that is the calling function's "the gradients are too large", not fsum's bare ValueError."""
+    w = MHAWeights([[[0.0]]], [[[0.0]]], [[[1.0]]], [[1.0]])
+    for func, call in (
+            ("attention_backward", lambda: attention_backward([[0.0]], [[0.0], [0.0]], [[1e200], [-1e200]], [[1e200]])),
+            ("multi_head_attention_backward", lambda: multi_head_attention_backward([[1e200], [-1e200]], w,
+                                                                                    [[1e200], [1e200]])),
+            ("attention_backward_trace", lambda: attention_backward_trace([[1e200], [-1e200]], w, [[1e200], [1e200]]))):
+        error = refused(func, call, ValueError)
+        assert "the gradients are too large" in str(error)

@@ -57,6 +57,7 @@ from no_install_helpers import ROOT, cli_headings, cli_tables, page_parts
 # Every message the module writes, once. Other tests match only the start.
 MESSAGES = {
     "query": "parse_query: query must be a str, got {type}",
+    "problems query": "query_problems: query must be a str, got {type}",
     "not a whole number": "parse_query: {name}: {value} is not a whole number",
     "long value": "{value} ({n} characters)",  # how a message quotes a long value typed
     "digits": "parse_query: {name}: {n} digits; this page takes at most 18",
@@ -100,6 +101,7 @@ LONG = "x" + "y" * 5000
 # key -> (error type, a real bad call, the fields of the template)
 BAD_CALLS = {
     "query": (TypeError, lambda: parse_query(None), dict(type="NoneType")),
+    "problems query": (TypeError, lambda: query_problems(None), dict(type="NoneType")),
     "not a whole number": (ValueError, lambda: parse_query("?seed=1.5"), dict(name="seed", value="'1.5'")),
     "long value": (ValueError, lambda: parse_query("?d_model=" + LONG),
                    dict(value="parse_query: d_model: 'xyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy ...", n="5,001")),

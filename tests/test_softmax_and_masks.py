@@ -216,3 +216,9 @@ def test_results_are_new_lists():
     rows = causal_mask(2)
     rows[1][0] = False
     assert causal_mask(2)[1][0] is True  # a new mask each call
+
+
+def test_int_scores_that_each_fit_a_float_give_the_floats_weights():
+    """10**308 and -10**308 each fit a float, but their int difference does not: the weights are the floats'."""
+    assert softmax([10**308, -10**308]) == softmax([1e308, -1e308]) == [1.0, 0.0]
+    assert softmax_rows([[10**308, -10**308], [1, 2]]) == [[1.0, 0.0], softmax([1.0, 2.0])]

@@ -55,7 +55,10 @@ def softmax_rows_backward(A: Matrix, dA: Matrix) -> Matrix:  # unchecked softmax
     """Each row p of A with its row dp of dA: p * (dp - p . dp)."""
     dS = []
     for p, dp in zip(A, dA):
-        p_dot_dp = math.fsum(map(mul, p, dp))
+        try:
+            p_dot_dp = math.fsum(map(mul, p, dp))
+        except (OverflowError, ValueError):  # fsum's running total, or inf - inf: past float64's range
+            raise OverflowError("the gradients") from None
         dS.append([p_j * (dp_j - p_dot_dp) for p_j, dp_j in zip(p, dp)])
     return dS
 

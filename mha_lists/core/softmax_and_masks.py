@@ -118,7 +118,8 @@ def softmax_of_rows(M: Matrix) -> Matrix:  # unchecked softmax_rows
     weights = []
     for row in M:
         top = max(row)  # subtracting it changes nothing in exact arithmetic, and keeps exp from overflowing
-        exps = [math.exp(s - top) for s in row]  # a masked key's -inf becomes exp(-inf) = 0.0
+        # float(s): two int scores that each fit a float may differ by more than a float holds
+        exps = [math.exp(float(s) - top) for s in row]  # a masked key's -inf becomes exp(-inf) = 0.0
         total = math.fsum(exps)
         weights.append([e / total for e in exps])
     return weights

@@ -60,8 +60,8 @@ def decode_step(x_row: Vector, weights: MHAWeights, cache: Optional[KVCache] = N
     try:
         Q, K, V = project([list(x_row)], weights, None)  # one row each: the new token's
         if cache is not None:
-            K = [old + new for old, new in zip(cache.K, K)]
-            V = [old + new for old, new in zip(cache.V, V)]
+            K = [list(old) + new for old, new in zip(cache.K, K)]  # the old rows, shared, then the new one
+            V = [list(old) + new for old, new in zip(cache.V, V)]  # (list(): the cache may hold tuples)
         heads = head_loop(Q, K, V, mask=None, scale=c)
         output = finite(affine(joined([head.output for head in heads]), weights.W_O, weights.b_O), "the outputs")
     except OverflowError as error:

@@ -74,13 +74,24 @@ def check_shown(func: str, name: str, M: object) -> tuple[int, int]:
 
 
 def check_labels(func: str, name: str, labels: object, count: int, what: str) -> None:
-    """Labels of rows or columns, one per ``what`` (each is shown with str()), or None."""
+    """Labels of rows or columns, one per ``what``, or None; each a text or a number."""
     if labels is None:
         return
     if not isinstance(labels, (list, tuple)):
         raise TypeError(f"{func}: {name} must be a list of labels, got {shorten(labels)}")
     if len(labels) != count:
         raise ShapeError(f"{func}: {what} but {len(labels)} {name.replace('_', ' ')} were given")
+    check_each_label(func, name, labels)
+
+
+def check_each_label(func: str, name: str, labels: Sequence) -> None:
+    """Each label is shown with str(), so each is a text or a number (an int of at most 100 digits)."""
+    for i, label in enumerate(labels):
+        if isinstance(label, int) and not isinstance(label, bool):
+            check_int(func, f"{name}[{i}]", label)  # str() of a 5,000-digit int fails
+        elif not isinstance(label, (str, float)):
+            raise TypeError(f"{func}: {name}[{i}] must be a str or a number, got {shorten(label)} "
+                            f"({type(label).__name__})")
 
 
 def check_table(func: str, M: object, row_labels: object, col_labels: object, digits: object,
@@ -339,6 +350,7 @@ def check_bars(func: str, labels: object, values: object, digits: object, title:
         raise TypeError(f"{func}: labels must be a list, got {shorten(labels)}")
     if len(labels) != n:
         raise ShapeError(f"{func}: {len(labels)} labels for {n} values; give one label per value")
+    check_each_label(func, "labels", labels)
     if min(values) < 0:
         raise ValueError(f"{func}: values must not be negative, got {shorten(min(values))}")
     check_digits(func, digits)
@@ -595,7 +607,7 @@ def explained_scores(Q: Matrix, K: Matrix, tokens: Sequence[str], key_tokens: Op
     keys = check_tokens(func, tokens, key_tokens, "Q", f"K's rows are {n['T_k']}", n["T"], n["T_k"])
     if mask is not None:
         check_mask(func, "mask", mask, (n["T"], n["T_k"]))
-    c = 1 / math.sqrt(n["d_k"]) if scale is None else check_number(func, "scale", scale, positive=True)
+    c = 1 / math.sqrt(n["d_k"]) if scale is None else float(check_number(func, "scale", scale, positive=True))
     check_view(func, digits, title)
     how = f"1/√{n['d_k']} ({_long(c)})" if scale is None else f"scale {_long(c)}"
     head = f"/ √{n['d_k']}" if scale is None else f"× {_long(c)}"

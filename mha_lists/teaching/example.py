@@ -272,7 +272,7 @@ def trained_example(*, sentence: str, d_model: Optional[int], num_heads: Optiona
     model = trained_model()
     T, width, heads = len(model.position_embeddings), len(model.token_embeddings[0]), len(model.layers[0].W_Q)
     for name, value, actual in (("d_model", d_model, width), ("num_heads", num_heads, heads)):
-        if value is not None and value != actual:
+        if value is not None and check_int(func, name, value) != actual:  # 3.0 is not a size
             raise ValueError(f"{func}: {name} is {shorten(value)}, but the trained model has {name} {actual}; "
                              f"leave {name} out with trained=True")
     if not sentence:

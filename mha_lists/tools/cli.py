@@ -8,19 +8,21 @@ byte-identical on CPython 3.10 to 3.13.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import NamedTuple, Optional, Union
 
 from ..core.checks import check_type, MAX_INT_DIGITS, check_positive_int, quote_int, shorten
 from ..core.softmax_and_masks import causal_mask
 from ..core.attention import attention_trace
-from ..teaching.display import format_matrix
+from ..teaching.display import MAX_SHOWN, format_matrix
 from ..teaching.example import D_MODEL, NUM_HEADS, SEED, SENTENCE, VOCAB, running_example
 from ..core.matrix import Matrix
 
 
 WIDTH = 80  # columns of a projector-friendly terminal
-MAX_D_MODEL = 256  # the trace prints every matrix; wider ones are for the library, not a terminal
+MAX_D_MODEL = math.isqrt(MAX_SHOWN)  # 128: the trace prints every matrix, W_O is d_model x d_model, and a table
+# shows at most MAX_SHOWN entries; wider ones are for the library, not a terminal
 MAX_TOKENS = 64
 
 

@@ -164,7 +164,7 @@ def query_problems(query: str) -> dict[str, str]:
     '3 heads cannot share d_model = 16 columns equally; choose heads among 1, 2, 4, 8, 16, or another d_model'
     """
     if not isinstance(query, str):
-        raise TypeError(f"parse_query: query must be a str, got {type(query).__name__}")
+        raise TypeError(f"query_problems: query must be a str, got {type(query).__name__}")
     values = dict(parse_qsl(query.lstrip("?"), keep_blank_values=True))
     problems: dict[str, str] = {}
     if "trained" in values:
@@ -218,6 +218,8 @@ def parse_query(query: str) -> Settings:
     >>> parse_query("?trained=1&heads=3").sentence
     'in the beginning'
     """
+    if not isinstance(query, str):
+        raise TypeError(f"parse_query: query must be a str, got {type(query).__name__}")
     problems = query_problems(query)
     if problems:
         name, problem = next(iter(problems.items()))
