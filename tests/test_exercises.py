@@ -679,8 +679,83 @@ def test_a_notebook_that_changes_the_packages_files_stops_the_grading(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", f"in/{named('04').name}",
                              f"in/{named('03').name}"], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8")
     assert result.returncode == 2
-    assert "0 points, did not run: the notebook changed the package's files (mha_lists/core/matrix.py)" in result.stdout
+    assert "0 points, did not run: the notebook changed the files a checker imports (mha_lists/core/matrix.py)" in result.stdout
     assert f"error: in/{named('03').name}: not graded, nor what follows" in result.stderr
+
+
+def test_a_pyc_a_notebook_plants_beside_an_unchanged_module_is_not_run_by_the_next_checker(tmp_path):
+    # Found by red-teaming: a notebook wrote mha_lists/__pycache__/__init__.*.pyc, its header matching the
+    # unchanged __init__.py, with code that signed every later check as passed; the next notebooks, unanswered,
+    # earned full points. The checker now reads no bytecode cache. (On a copy of the package.)
+    shutil.copytree(ROOT / "mha_lists", tmp_path / "mha_lists", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "notebooks" / "exercises", tmp_path / "notebooks" / "exercises")
+    plant = code_cell(
+        "import importlib.util, marshal, pathlib, mha_lists\n"
+        "src = pathlib.Path(mha_lists.__file__); st = src.stat()\n"
+        "extra = '\\nimport sys as _s, json as _j\\nif _s.flags.isolated:\\n    _d = _j.dumps\\n"
+        "    def _dumps(o, **k):\\n        if isinstance(o, dict) and \"done\" in o: o = {**o, \"done\": None}\\n"
+        "        return _d(o, **k)\\n    _j.dumps = _dumps\\n'\n"
+        "code = compile(src.read_text() + extra, str(src), 'exec')\n"
+        "header = (importlib.util.MAGIC_NUMBER + bytes(4) + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little')\n"
+        "          + (st.st_size & 0xFFFFFFFF).to_bytes(4, 'little'))\n"
+        "cache = pathlib.Path(importlib.util.cache_from_source(str(src)))\n"
+        "cache.parent.mkdir(exist_ok=True)\n"
+        "cache.write_bytes(header + marshal.dumps(code))\n")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.ipynb").write_text(json.dumps(tampered(insert_before("04_my_softmax_check", plant), WRONG)))
+    (tmp_path / "in" / "b.ipynb").write_text(json.dumps(student_copy(TEACHER_04)))  # unanswered
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", "in/a.ipynb", "in/b.ipynb"],
+                            cwd=tmp_path, capture_output=True, text=True, encoding="utf-8")
+    assert list((tmp_path / "mha_lists" / "__pycache__").glob("__init__.*.pyc")), result.stdout + result.stderr
+    assert "in/b.ipynb (exercise 04_softmax_and_masks.ipynb): 0/4 points" in result.stdout, result.stdout
+
+
+def test_the_files_a_checker_imports_are_watched_with_the_package(tmp_path):
+    # A notebook that changes a standard-library module the checker loads (json's, when Python's folder is
+    # writable) changes what the next checker runs, as a change to the package would.
+    imported = exercises_module._checker_imports(str(ROOT), str(tmp_path))
+    assert any(name.endswith(os.path.join("json", "__init__.py")) for name in imported)
+    standin = tmp_path / "json_stand_in.py"
+    standin.write_text("x = 1\n")
+    before = exercises_module._package_files((str(standin),))
+    assert exercises_module._changed_files(before) == []
+    standin.write_text("x = 2\n")
+    assert exercises_module._changed_files(before) == [str(standin)]
+
+
+def test_a_line_nested_past_the_recursion_limit_stops_only_its_notebook():
+    # Found by red-teaming: one line of 100,000 "[" on the channel crashed the whole run (RecursionError).
+    cells = [_Cell("import os\nos.write(1, b'[' * 100000 + b'\\n')"), _Cell("pass", "x")]
+    assert _run(cells, 60) == ({}, "the grader's channel was written to (its answers can no longer be trusted)")
+
+
+def test_what_a_notebook_writes_cannot_move_the_teachers_cursor(tmp_path):
+    # Found by red-teaming: an answer's error message, or a hand-in's name, with terminal escapes erased the
+    # lines of the real grade and drew a fake "4/4 points". Both are printed with each escape written out.
+    fake = "\x1b[2K\x1b[1A\x1b[2K\x1b[1G" + "carol.ipynb (exercise 04_softmax_and_masks.ipynb): 4/4 points"
+    liar = f"raise ValueError({fake!r})"
+    name = "dave.ipynb: 4\u22154 points\n\x1b[8mzz.ipynb"
+    (tmp_path / name).write_text(json.dumps(submitted(TEACHER_04, {"04_my_softmax": liar})))
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", name], cwd=tmp_path,
+                            capture_output=True, text=True, encoding="utf-8")
+    assert "\x1b" not in result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "dave.ipynb: 4\u22154 points\\n\\x1b[8mzz.ipynb (exercise 04_softmax_and_masks.ipynb): 2/4 points"
+    assert lines[1].startswith("  04_my_softmax_check: 0 points, ValueError: \\x1b[2K\\x1b[1A"), lines[1]
+
+
+def test_a_symbolic_link_is_not_graded(tmp_path):
+    # Found by red-teaming: a hand-in that is a link to the teacher's notebook earned full points (an archive
+    # of hand-ins keeps links). A link is refused; the files beside it are graded.
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "grace.ipynb").symlink_to(named("04"))
+    (tmp_path / "in" / "heidi.ipynb").write_text(json.dumps(student_copy(TEACHER_04)))
+    result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", "in"], cwd=tmp_path,
+                            capture_output=True, text=True, encoding="utf-8")
+    assert result.returncode == 2
+    assert "error: in/grace.ipynb is a symbolic link, not a notebook a student handed in" in result.stderr
+    assert result.stdout.startswith("in/heidi.ipynb (exercise 04_softmax_and_masks.ipynb): 0/4 points")
+    assert "grace" not in result.stdout
 
 
 def test_the_checker_reads_no_site_packages_and_no_environment():
@@ -1421,11 +1496,46 @@ def test_an_answer_that_calls_the_librarys_function_earns_nothing_for_that_task(
     assert result.earned == result.possible - 2
 
 
+# Found by red-teaming: each of these called the library's unchecked twin of the function the exercise asks
+# for (the arithmetic it runs once its arguments are checked), and earned full points.
+TWIN_ANSWERS = [
+    ("04", "04_my_softmax", "from mha_lists.core.softmax_and_masks import softmax_of_rows\n"
+     "def my_softmax(row):\n    return softmax_of_rows([row])[0]\n", "04_my_softmax_check", "softmax_of_rows"),
+    ("06", "06_concat", "from mha_lists.core.matrix import joined\n"
+     "def concat(head_outputs):\n    return joined(head_outputs)\n", "06_concat_check", "joined"),
+    ("07", "07_my_attention", "import math\nfrom mha_lists.core.attention import trace_layer\n"
+     "def my_attention(x, weights):\n"
+     "    return trace_layer(x, weights, None, None, 1 / math.sqrt(len(weights.W_Q[0][0]))).output\n",
+     "07_my_attention_check", "one_head"),
+    ("16", "16_softmax_backward", "from mha_lists.core.gradients import softmax_rows_backward\n"
+     "def my_softmax_backward(p, dp):\n    return softmax_rows_backward([p], [dp])[0]\n",
+     "16_softmax_backward_check", "softmax_rows_backward"),
+    ("17", "17_ce_grad", "from mha_lists.teaching.model import loss_of\n"
+     "def cross_entropy_gradient(z, t):\n    return loss_of([z], [t])[1][0]\n", "17_ce_grad_check", "loss_of"),
+    ("17", "17_adam", "from mha_lists.teaching.model import AdamState, adam_update\n"
+     "def my_adam_step(params, grads, m, v, t, lr):\n"
+     "    new, state = adam_update(params, grads, AdamState(t - 1, m, v), lr=lr)\n"
+     "    return new, state.m, state.v\n", "17_adam_check", "adam_update"),
+]
+
+
+@pytest.mark.parametrize("exercise, solution, answer, check, twin", TWIN_ANSWERS, ids=[row[1] for row in TWIN_ANSWERS])
+def test_an_answer_that_calls_the_librarys_unchecked_twin_earns_nothing_for_that_task(exercise, solution, answer,
+                                                                                      check, twin):
+    teacher = load(named(exercise))
+    cheat = submitted(teacher)
+    for cell in cheat["cells"]:
+        if _grade_id(cell) == solution:
+            cell["source"] = answer
+    result = score(cheat, teacher)
+    assert result.failed == {check: f"RuntimeError: calls the library's {twin}; the exercise asks for your own"}
+
+
 def test_without_sets_functions_aside_and_always_puts_them_back():
     from mha_lists import softmax, softmax_rows
     with pytest.raises(RuntimeError, match="^calls the library's softmax_rows; the exercise asks for your own$"):
         with exercises_module.without("softmax", "softmax_rows"):
-            assert exercises_module.FORBIDDEN == ["softmax", "softmax_rows"]
+            assert exercises_module.FORBIDDEN == ["softmax", "core.softmax_and_masks.softmax_of_rows", "softmax_rows"]
             softmax_rows([[0.0]])
     assert softmax([0.0]) == [1.0] and softmax_rows([[0.0]]) == [[1.0]] and exercises_module.FORBIDDEN == []
     for bad in ("no_such_function", "teaching.nowhere.f", "VOCAB"):

@@ -48,9 +48,11 @@ Those lines are numbered, so none can be played again, and on Linux the checker 
 memory and pipes to the user's other processes (``PR_SET_DUMPABLE``). The checker starts
 isolated and without site-packages (``-I -S``), with the package's folder after the standard
 library's, so a ``.pth`` file, a ``sitecustomize`` or a ``json.py`` a notebook writes cannot
-run in it. ``score`` on the command line reads every file before it runs any notebook. A
-notebook that changes the package's files (what the next checker would import) gets nothing,
-and no notebook after it is graded; nor any after one that changes the teacher's notebooks.
+run in it, and it reads and writes no bytecode cache (``-B``), so a ``.pyc`` a notebook planted is
+never run. ``score`` on the command line reads every file before it runs any notebook. A
+notebook that changes a file the next checker would import (the package's, or one of the standard
+library's modules a checker loads) gets nothing, and no notebook after it is graded; nor any after
+one that changes the teacher's notebooks.
 
 The teacher's notebooks are closed to the learner's code. Before any of it runs, the learner's
 process adds an audit hook (PEP 578: Python has no way to remove one), which raises
@@ -81,7 +83,7 @@ kernel, with no such hook.) A ``--source`` that holds what grading reads (the pa
 the temporary folder) is refused.
 
 Exit codes of ``score``: 0 when every file was graded; 2 when a file could not be graded (not
-found, a folder, a FIFO or a device, not JSON, not a notebook, no exercise's cells in it). Each such file
+found, a symbolic link, a folder, a FIFO or a device, not JSON, not a notebook, no exercise's cells in it). Each such file
 gets one line on stderr (``...: error: PATH is not JSON (...)``); the other files are still graded.
 
 =====================================  =======================================================
@@ -336,6 +338,12 @@ def _shown(text: object) -> str:
     """A path or a grade_id as a message shows it: as it is, or through ``shorten`` when long or not printable."""
     text = str(text)
     return text if len(text) <= 120 and text.isprintable() else shorten(text, 120)
+
+
+def _printable(text: object) -> str:
+    """Text as a terminal shows it: each character that is not printable (an escape, a newline) written as its
+    escape, so a learner's error message or a file's name cannot move the cursor or hide a line of the grades."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 MAX_NESTING = 100  # lists and objects in one another: a notebook's outputs are about 10 deep
@@ -1041,7 +1049,8 @@ def answer(name):  # what a check calls: the learner's function, in the learner'
 
 teacher = {"__name__": "__main__"}
 set_up = set()
-send({"ready": True})
+imported = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
+send({"ready": True, "files": sorted(name for name in imported if isinstance(name, str))})
 while True:
     cell = receive()
     error = None
@@ -1120,7 +1129,7 @@ class _Process:
             raise _Stopped(f"the notebook stopped the {self.who} ({last[:200]})")
         try:
             body = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what json.loads can read
             body = None
         if not isinstance(body, dict):
             raise _Stopped(f"the {self.who}'s channel was written to (its answers can no longer be trusted)")
@@ -1182,15 +1191,39 @@ def _digest(path: pathlib.Path) -> bytes:
     return hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b""
 
 
-def _package_files() -> dict[str, bytes]:
-    """The package's source files and a digest of each: what a checker imports."""
+def _package_files(imported: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """What a checker imports, each file with its digest: the package's source files, and ``imported``, the files
+    of every module a checker had loaded when it was ready (the standard library's it uses)."""
     root = pathlib.Path(__file__).resolve().parents[1]
-    return {str(path.relative_to(root.parent)): _digest(path) for path in sorted(root.rglob("*.py"))}
+    files = {str(path.relative_to(root.parent)): _digest(path) for path in sorted(root.rglob("*.py"))}
+    return {**files, **{name: _digest(pathlib.Path(name)) for name in imported if not name.startswith(str(root))}}
 
 
 def _changed_files(before: dict[str, bytes]) -> list[str]:
-    now = _package_files()
+    now = _package_files(tuple(name for name in before if os.path.isabs(name)))
     return sorted(name for name in set(before) | set(now) if before.get(name) != now.get(name))
+
+
+def _checker_command(package_root: str) -> list[str]:
+    """The checker's Python: isolated (-I: no environment variables, no user site, not the current folder),
+    without site-packages (-S), so no .pth or sitecustomize file a notebook might write can run in a later
+    checker; the package's folder after the standard library's, so a json.py beside it is not json; and no
+    bytecode cache read or written (-B, and a cache folder that cannot exist), so a .pyc a notebook wrote
+    beside a module it left unchanged is not what the next checker runs."""
+    no_cache = os.path.join(os.devnull, "no-bytecode")  # under a file: no folder can be made there
+    return [sys.executable, "-I", "-S", "-B", "-X", f"pycache_prefix={no_cache}", "-c",
+            f"import sys\nsys.path.append({package_root!r})\n{_CHECKER}"]
+
+
+def _checker_imports(package_root: str, folder: str) -> tuple[str, ...]:
+    """The files of the modules a checker has loaded when it is ready: what the next checker would import."""
+    checker = _Checker(_checker_command(package_root), folder, dict(os.environ), time.monotonic() + 120, 120,
+                       "checker")
+    try:
+        ready = checker.line()
+    finally:
+        checker.close()
+    return tuple(ready.get("files") or ())
 
 
 def _guarded(source: Optional[pathlib.Path] = None) -> list[str]:
@@ -1244,12 +1277,7 @@ def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None,
     # it adds the package's folder, then site-packages, itself, after the hook (_LEARNER).
     learner_env = {name: value for name, value in env.items() if name != "PYTHONPATH"}
     learner_command = [sys.executable, "-S", "-c", _LEARNER, package_root, *_guarded(source)]
-    # The checker needs nothing but the standard library and the package: isolated (-I: no
-    # environment variables, no user site, not the current folder) and without site-packages
-    # (-S), so no .pth or sitecustomize file a notebook might write can run in a later checker;
-    # the package's folder comes after the standard library's, so a json.py beside it is not json.
-    checker_command = [sys.executable, "-I", "-S", "-c",
-                       f"import sys\nsys.path.append({package_root!r})\n{_CHECKER}"]
+    # The checker needs nothing but the standard library and the package (_checker_command).
     deadline = time.monotonic() + timeout
     ran: dict[str, Optional[str]] = {}
     stopped = None
@@ -1257,10 +1285,12 @@ def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None,
     with tempfile.TemporaryDirectory(prefix="mha-score-") as folder:
         processes: list[_Process] = []
         try:
-            checker = _Checker(checker_command, folder, env, deadline, timeout, "checker")
+            checker = _Checker(_checker_command(package_root), folder, env, deadline, timeout, "checker")
             processes.append(checker)
-            if checker.line() != {"ready": True}:  # the package is imported before the learner's code starts
+            ready = checker.line()  # the package is imported before the learner's code starts
+            if ready.get("ready") is not True or not isinstance(ready.get("files"), list):
                 raise _Stopped("the checker did not start")
+            files = _package_files(tuple(name for name in ready["files"] if isinstance(name, str)))
             learner = _Process(learner_command, folder, learner_env, deadline, timeout, "grader")
             processes.append(learner)
             for n, cell in enumerate(cells):
@@ -1288,7 +1318,8 @@ def _run(cells: list[_Cell], timeout: float, term: Optional[str] = None,
                 process.close()
     changed = _changed_files(files)
     if changed:  # the checks ran on what was imported first, but what comes next would not
-        return {}, f"the notebook changed the package's files ({', '.join(changed[:3])}): grade nothing after it"
+        return {}, (f"the notebook changed the files a checker imports ({', '.join(map(_shown, changed[:3]))}): "
+                    "grade nothing after it")
     return ran, stopped
 
 
@@ -1318,6 +1349,19 @@ def hidden_seed(task: str, default: int) -> int:
     return int.from_bytes(hmac.new(term.encode(), task.encode(), hashlib.sha256).digest()[:6], "big")
 
 
+# A function an exercise asks for -> the unchecked arithmetic it runs (one_head: every head of attention,
+# multi_head_attention and attention_trace, through head_loop and trace_layer).
+TWINS = {
+    "softmax": ("core.softmax_and_masks.softmax_of_rows",),
+    "softmax_rows": ("core.softmax_and_masks.softmax_of_rows",),
+    "concat_heads": ("core.matrix.joined",),
+    "attention": ("core.attention.one_head",),
+    "multi_head_attention": ("core.attention.one_head",),
+    "attention_trace": ("core.attention.one_head",),
+    "teaching.softmax_row.softmax_backward": ("core.gradients.softmax_rows_backward",),
+    "teaching.model.cross_entropy": ("teaching.model.loss_of",),
+    "teaching.model.adam_step": ("teaching.model.adam_update",),
+}
 FORBIDDEN: list[str] = []  # inside ``without``: the library functions named (score hands them to the learner's process)
 
 
@@ -1349,7 +1393,11 @@ def without(*names: str) -> Any:
     RuntimeError: calls the library's softmax; the exercise asks for your own
     >>> softmax([0.0])
     [1.0]
+
+    Each function's unchecked twin (``TWINS``: the arithmetic it runs once its arguments are checked) is set
+    aside with it: the same answer under another name.
     """
+    names = tuple(dict.fromkeys(part for name in names for part in (name, *TWINS.get(name, ()))))
     functions = [_library_function(name) for name in names]
     saved = [function.__code__ for function in functions]
     FORBIDDEN[:] = names
@@ -1688,20 +1736,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     read: list = []  # every file is read before any notebook runs: none can change the next one or a teacher's
     for path in submissions:
         try:
+            if os.path.islink(path):  # an archive of hand-ins keeps links, and a link may name the teacher's notebook
+                raise ValueError(f"{_shown(path)} is a symbolic link, not a notebook a student handed in; grade "
+                                 "the file itself")
             nb = read_notebook(path)
             exercise = exercise_of(nb, teacher_notebooks)
             read.append((path, exercise, (nb, teacher_notebooks[exercise])))
         except (OSError, ValueError) as e:
             read.append((path, "", e))
-    files = _package_files()
+    with tempfile.TemporaryDirectory(prefix="mha-score-") as folder:
+        files = _package_files(_checker_imports(str(pathlib.Path(__file__).resolve().parents[2]), folder))
     teachers = sorted({args.source / exercise for _, exercise, notebooks in read
                        if not isinstance(notebooks, Exception)})
     digests = [_digest(path) for path in teachers]
     rows = []  # for --csv: file, exercise, task, points, possible, reason
     for path, exercise, notebooks in read:
         if _changed_files(files):
-            parser.error(f"{_shown(path)}: not graded, nor what follows: an earlier notebook changed the "
-                         "package's files")
+            parser.error(f"{_shown(path)}: not graded, nor what follows: an earlier notebook changed the files "
+                         "a checker imports")
         if [_digest(teacher) for teacher in teachers] != digests:
             parser.error(f"{_shown(path)}: not graded, nor what follows: an earlier notebook changed the teacher's "
                          f"notebooks in {_shown(args.source)} (restore them before grading again)")
@@ -1717,14 +1769,14 @@ def main(argv: Optional[list[str]] = None) -> int:
             message = message.removeprefix("read_notebook: ").removeprefix("exercise_of: ")
             if not message.startswith(str(path)):
                 message = f"{_shown(path)}: {message}"
-            print(f"{parser.prog}: error: {message}", file=sys.stderr)
+            print(f"{parser.prog}: error: {_printable(message)}", file=sys.stderr)
             rows.append([str(path), exercise, "", 0, "", f"not graded: {message}"])
             continue
         total_earned, total_possible = total_earned + result.earned, total_possible + result.possible
         named = "" if path.name == exercise else f" (exercise {exercise})"
-        print(f"{path}{named}: {_points(result.earned)}/{_points(result.possible)} points")
+        print(f"{_printable(path)}{named}: {_points(result.earned)}/{_points(result.possible)} points")
         for grade_id, why in result.failed.items():
-            print(f"  {grade_id}: 0 points, {why}")
+            print(f"  {grade_id}: 0 points, {_printable(why)}")
         for n, grade_id in _graded(notebooks[1]):
             possible = _nbgrader(notebooks[1]["cells"][n]).get("points", 0)
             earned = 0 if grade_id in result.failed else possible
