@@ -686,7 +686,7 @@ def test_a_notebook_that_changes_the_packages_files_stops_the_grading(tmp_path):
 def test_a_pyc_a_notebook_plants_beside_an_unchanged_module_is_not_run_by_the_next_checker(tmp_path):
     # Found by red-teaming: a notebook wrote mha_lists/__pycache__/__init__.*.pyc, its header matching the
     # unchanged __init__.py, with code that signed every later check as passed; the next notebooks, unanswered,
-    # earned full points. The checker now reads no bytecode cache. (On a copy of the package.)
+    # earned full points. The .pyc a checker runs from is now watched like the source. (On a copy of the package.)
     shutil.copytree(ROOT / "mha_lists", tmp_path / "mha_lists", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "notebooks" / "exercises", tmp_path / "notebooks" / "exercises")
     plant = code_cell(
@@ -707,7 +707,11 @@ def test_a_pyc_a_notebook_plants_beside_an_unchanged_module_is_not_run_by_the_ne
     result = subprocess.run([sys.executable, "-m", "mha_lists.tools.exercises", "score", "in/a.ipynb", "in/b.ipynb"],
                             cwd=tmp_path, capture_output=True, text=True, encoding="utf-8")
     assert list((tmp_path / "mha_lists" / "__pycache__").glob("__init__.*.pyc")), result.stdout + result.stderr
-    assert "in/b.ipynb (exercise 04_softmax_and_masks.ipynb): 0/4 points" in result.stdout, result.stdout
+    assert result.returncode == 2 and "in/b.ipynb" not in result.stdout, result.stdout
+    assert "0 points, did not run: the notebook changed the files a checker imports (" in result.stdout
+    assert "__init__." in result.stdout and ".pyc" in result.stdout
+    assert "error: in/b.ipynb: not graded, nor what follows: an earlier notebook changed the files a checker imports" \
+        in result.stderr
 
 
 def test_the_files_a_checker_imports_are_watched_with_the_package(tmp_path):
@@ -715,6 +719,7 @@ def test_the_files_a_checker_imports_are_watched_with_the_package(tmp_path):
     # writable) changes what the next checker runs, as a change to the package would.
     imported = exercises_module._checker_imports(str(ROOT), str(tmp_path))
     assert any(name.endswith(os.path.join("json", "__init__.py")) for name in imported)
+    assert any(os.path.join("mha_lists", "__pycache__", "__init__.") in name for name in imported)
     standin = tmp_path / "json_stand_in.py"
     standin.write_text("x = 1\n")
     before = exercises_module._package_files((str(standin),))

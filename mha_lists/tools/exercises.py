@@ -48,11 +48,10 @@ Those lines are numbered, so none can be played again, and on Linux the checker 
 memory and pipes to the user's other processes (``PR_SET_DUMPABLE``). The checker starts
 isolated and without site-packages (``-I -S``), with the package's folder after the standard
 library's, so a ``.pth`` file, a ``sitecustomize`` or a ``json.py`` a notebook writes cannot
-run in it, and it reads and writes no bytecode cache (``-B``), so a ``.pyc`` a notebook planted is
-never run. ``score`` on the command line reads every file before it runs any notebook. A
-notebook that changes a file the next checker would import (the package's, or one of the standard
-library's modules a checker loads) gets nothing, and no notebook after it is graded; nor any after
-one that changes the teacher's notebooks.
+run in it. ``score`` on the command line reads every file before it runs any notebook. A
+notebook that changes a file the next checker would import (the package's source, one of the
+standard library's modules a checker loads, or the ``.pyc`` either is run from) gets nothing, and
+no notebook after it is graded; nor any after one that changes the teacher's notebooks.
 
 The teacher's notebooks are closed to the learner's code. Before any of it runs, the learner's
 process adds an audit hook (PEP 578: Python has no way to remove one), which raises
@@ -1049,8 +1048,14 @@ def answer(name):  # what a check calls: the learner's function, in the learner'
 
 teacher = {"__name__": "__main__"}
 set_up = set()
-imported = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
-send({"ready": True, "files": sorted(name for name in imported if isinstance(name, str))})
+import importlib.util
+imported = set()  # every module's file, and the bytecode cache a source file is run from
+for name in [getattr(module, "__file__", None) for module in list(sys.modules.values())]:
+    if isinstance(name, str):
+        imported.add(name)
+        if name.endswith(".py"):
+            imported.add(importlib.util.cache_from_source(name))
+send({"ready": True, "files": sorted(imported)})
 while True:
     cell = receive()
     error = None
@@ -1193,10 +1198,12 @@ def _digest(path: pathlib.Path) -> bytes:
 
 def _package_files(imported: tuple[str, ...] = ()) -> dict[str, bytes]:
     """What a checker imports, each file with its digest: the package's source files, and ``imported``, the files
-    of every module a checker had loaded when it was ready (the standard library's it uses)."""
+    a checker had loaded when it was ready: every module's (the standard library's it uses too) and the
+    bytecode cache (.pyc) it was run from, which a notebook could replace while leaving the source alone."""
     root = pathlib.Path(__file__).resolve().parents[1]
     files = {str(path.relative_to(root.parent)): _digest(path) for path in sorted(root.rglob("*.py"))}
-    return {**files, **{name: _digest(pathlib.Path(name)) for name in imported if not name.startswith(str(root))}}
+    sources = {str(path) for path in root.rglob("*.py")}
+    return {**files, **{name: _digest(pathlib.Path(name)) for name in imported if name not in sources}}
 
 
 def _changed_files(before: dict[str, bytes]) -> list[str]:
@@ -1205,14 +1212,10 @@ def _changed_files(before: dict[str, bytes]) -> list[str]:
 
 
 def _checker_command(package_root: str) -> list[str]:
-    """The checker's Python: isolated (-I: no environment variables, no user site, not the current folder),
-    without site-packages (-S), so no .pth or sitecustomize file a notebook might write can run in a later
-    checker; the package's folder after the standard library's, so a json.py beside it is not json; and no
-    bytecode cache read or written (-B, and a cache folder that cannot exist), so a .pyc a notebook wrote
-    beside a module it left unchanged is not what the next checker runs."""
-    no_cache = os.path.join(os.devnull, "no-bytecode")  # under a file: no folder can be made there
-    return [sys.executable, "-I", "-S", "-B", "-X", f"pycache_prefix={no_cache}", "-c",
-            f"import sys\nsys.path.append({package_root!r})\n{_CHECKER}"]
+    """The checker's Python: isolated (-I: no environment variables, no user site, not the current folder)
+    and without site-packages (-S), so no .pth or sitecustomize file a notebook might write can run in a later
+    checker; the package's folder after the standard library's, so a json.py beside it is not json."""
+    return [sys.executable, "-I", "-S", "-c", f"import sys\nsys.path.append({package_root!r})\n{_CHECKER}"]
 
 
 def _checker_imports(package_root: str, folder: str) -> tuple[str, ...]:
