@@ -160,6 +160,27 @@ def test_bar_chart():
     assert BarChart(["a"], [1.0], width=10).width == 10
 
 
+def bar_lengths(chart) -> list[float]:
+    """Each bar's drawn length in em, read from the chart's HTML: its track's fixed width (em, never a
+    percentage of the page) times the bar's percentage of it. No other width caps a bar."""
+    html = chart._repr_html_()
+    tracks = [float(em) for em in re.findall(r'flex:none;width:([0-9.]+)em;height:1em;">', html)]
+    bars = [float(pct) for pct in re.findall(r'display:block;height:1em;width:([0-9.]+)%;', html)]
+    assert "max-width" not in html and len(tracks) == len(bars) == len(chart.values)
+    return [track * pct / 100 for track, pct in zip(tracks, bars)]
+
+
+@pytest.mark.parametrize("values", [[20, 20, 20, 10, 10, 20], [2.0, 1.0], [1280, 400, 7, 0], [1e308, 5e307]])
+def test_bar_lengths_are_proportional_to_the_values_at_any_window_width(values):
+    """A bar's length was a percentage of the page capped at 30em, so in a wide window every value above
+    about 40% of the largest drew at full length ([20, 20, 20, 10, 10, 20]: six bars of 390 px)."""
+    lengths = bar_lengths(bar_chart([str(k) for k in range(len(values))], values))
+    longest = max(lengths)
+    assert longest > 0
+    for value, length in zip(values, lengths):
+        assert length / longest == pytest.approx(value / max(values), abs=1e-3)
+
+
 def test_show_prints_the_text_outside_jupyter(capsys):
     show(bar_chart(["a"], [1.0]))
     assert capsys.readouterr().out == repr(bar_chart(["a"], [1.0])) + "\n"

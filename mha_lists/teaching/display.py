@@ -360,6 +360,9 @@ def check_bars(func: str, labels: object, values: object, digits: object, title:
         raise ValueError(f"{func}: width is {width}; give 1 to {MAX_BAR_WIDTH} characters")
 
 
+BAR_TRACK_EM = 24  # the longest bar's length in HTML, in em (the largest value's bar fills its track)
+
+
 class BarChart:
     """Labelled horizontal bars in HTML; ``#`` bars as text outside Jupyter."""
 
@@ -386,13 +389,16 @@ class BarChart:
         out = ['<div style="font-family:monospace;margin:4px 0;">']
         if self.title is not None:
             out.append(f"<div style=\"font-weight:bold;\">{html.escape(self.title)}</div>")
+        # Each bar is a percentage of a track of fixed width (BAR_TRACK_EM), never of the page: its
+        # length is then proportional to its value whatever the window's width.
         for label, text, v in zip(self.labels, self._value_texts(), self.values):
             pct = f"{100 * (v / self.top):.1f}"
             out.append(
                 '<div style="display:flex;align-items:center;gap:8px;">'
-                f'<span style="width:14em;text-align:right;">{html.escape(label)}</span>'
-                f'<span style="display:inline-block;height:1em;width:{pct}%;max-width:30em;'
-                f'background:rgb(33,102,255);"></span><span>{text}</span></div>'
+                f'<span style="width:14em;flex:none;text-align:right;">{html.escape(label)}</span>'
+                f'<span style="display:inline-block;flex:none;width:{BAR_TRACK_EM}em;height:1em;">'
+                f'<span style="display:block;height:1em;width:{pct}%;background:rgb(33,102,255);"></span>'
+                f'</span><span>{text}</span></div>'
             )
         out.append("</div>")
         return "\n".join(out)
