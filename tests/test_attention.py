@@ -36,6 +36,10 @@ MESSAGES = {
     "scores overflow": "{func}: the scores Q K^T are too large: " + OVERFLOW,
     "products overflow": "{func}: the products are too large: " + OVERFLOW,
     "not weights": "{func}: {name} must be an MHAWeights, got {type}",
+    # The context meets W_K and W_V, not W_Q (09's Step 7 read "weights.W_Q's rows (16) and context's columns (8)").
+    "context width": "{func}: context is {T_k}x{d_context} and {name}.W_K is {g}x{d_model}x{d_k}; context's columns "
+                     "({d_context}) and the rows of {name}.W_K and {name}.W_V ({d_model}) must be equal: the keys are "
+                     "context @ W_K and the values context @ W_V",
     "outputs overflow": "{func}: the outputs are too large: " + OVERFLOW,
 }
 MESSAGES["outputs overflow (trace)"] = MESSAGES["outputs overflow"]
@@ -65,9 +69,11 @@ BAD_CALLS = {
                    differ("attention", "Q", "1x1", "K", "1x2", "columns", "columns", "d_k", "T, d_k", "T_k, d_k")),
     "K V rows": (ShapeError, lambda: attention([[1.0]], [[1.0]], [[1.0], [2.0]]),
                  differ("attention", "K", "1x1", "V", "2x1", "rows", "rows", "T_k", "T_k, d_k", "T_k, d_v")),
-    "x width": (ShapeError, lambda: multi_head_attention(X3, W4, context=[[0.0] * 3] * 3),
-                differ(MHA, "weights.W_Q", "2x4x2", "context", "3x3", "rows", "columns", "d_model", "h, d_model, d_k",
-                       "T_k, d_model")),
+    "x width": (ShapeError, lambda: multi_head_attention([row[:3] for row in X3], W4),
+                differ(MHA, "weights.W_Q", "2x4x2", "x", "3x3", "rows", "columns", "d_model", "h, d_model, d_k",
+                       "T, d_model")),
+    "context width": (ShapeError, lambda: multi_head_attention(X3, W4, context=[[0.0] * 3] * 2),
+                      dict(func=MHA, T_k=2, d_context=3, name="weights", g=2, d_model=4, d_k=2)),
     "W_Q W_K": (ShapeError, lambda: multi_head_attention(X3, W4._replace(W_K=[[[0.0] * 3] * 4] * 2)),
                 differ(MHA, "weights.W_Q", "2x4x2", "weights.W_K", "2x4x3", "columns", "columns", "d_k",
                        "h, d_model, d_k", "g, d_model, d_k")),
@@ -370,8 +376,11 @@ def test_input_errors_name_the_function_and_the_argument():
         multi_head_attention([[INF] + x[0][1:]], w)
     with pytest.raises(TypeError, match=r"^multi_head_attention: x\[0\]\[0\] is '1'"):
         multi_head_attention([["1"] + x[0][1:]], w)
-    with pytest.raises(ShapeError, match=r"^attention_trace: weights.W_Q is 2x16x8 and context is 5x8"):
+    with pytest.raises(ShapeError, match=r"^attention_trace: context is 5x8 and weights.W_K is 2x16x8; context's columns"):
         attention_trace(x, w, context=[row[:8] for row in x])
+    with pytest.raises(ShapeError, match=r"^attention_trace: context is 3x24 and weights.W_K is 1x16x4;"):
+        attention_trace(x, init_mha_weights(16, 4, seed=0, num_kv_heads=1), context=[[0.0] * 24] * 3)
+    assert len(attention_trace(x, w, context=x[:3]).output) == len(x)  # a context of the right width, any length
     with pytest.raises(TypeError, match=r"^multi_head_attention: weights must be an MHAWeights"):
         multi_head_attention(x, {"W_Q": w.W_Q})
     with pytest.raises(ValueError, match=r"^multi_head_attention: scale must be a positive finite number"):

@@ -608,3 +608,15 @@ def test_07bs_claim_that_the_model_never_predicts_unk():
     texts += [encode(s) for s in ("room 101, room 1", "the year 1999 an", "2024 2024 2024 2", "é é é é é é é é ")]
     largest = max(softmax(row)[unk] for ids in texts for row in run(model, ids[:16]).logits)
     assert largest < 0.01, largest
+
+
+def test_09s_wrong_width_error_names_the_matrices_the_context_meets():
+    """09, Step 7: the context is multiplied by W_K (and W_V), as the text says; the error it prints used to blame
+    weights.W_Q, which only x meets."""
+    cells = json.loads((ROOT / "notebooks" / "09_cross_attention.ipynb").read_text(encoding="utf-8"))["cells"]
+    step = next(k for k, c in enumerate(cells) if "## Step 7" in "".join(c["source"]))
+    prose, code = "".join(cells[step]["source"]), cells[step + 1]
+    printed = "".join("".join(o.get("text", "")) for o in code["outputs"])
+    assert "$K = X_{\\text{enc}} W_K$" in prose and "as many as\n$W_K$ has rows" in prose
+    assert printed.startswith("attention_trace: context is ") and "weights.W_K and weights.W_V" in printed
+    assert "W_Q" not in printed

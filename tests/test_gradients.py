@@ -301,7 +301,7 @@ def test_other_bad_inputs_are_named():
             func(x, w, G, mask=[[True] * 4, [False] * 4, [True] * 4, [True] * 4])
     with pytest.raises(ValueError, match=r"^attention_backward: mask row 0 is all False"):
         attention_backward([[1.0]], [[1.0], [2.0]], [[1.0], [2.0]], [[1.0]], mask=[[False, False]])
-    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: weights.W_Q is 2x6x3 and context is 2x5"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention_backward: context is 2x5 and weights.W_K is 2x6x3"):
         multi_head_attention_backward(x, w, G, context=[[0.0] * 5] * 2)
     with pytest.raises(ValueError, match=r"^multi_head_attention_backward: scale must be a positive"):
         multi_head_attention_backward(x, w, G, scale=0)

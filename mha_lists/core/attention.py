@@ -212,9 +212,13 @@ def check_layer(func: str, x: object, weights: object, context: object, mask: ob
                 *more: tuple, name: str = "weights") -> float:
     """x, the weights (called ``name``), the context (and ``more`` arguments), the limits on tokens and on work,
     the mask and the scale; return the scale to use (1 / sqrt(d_k) when it is None)."""
-    C = [] if context is None else [("context", context, "T_k d_model")]
+    C = [] if context is None else [("context", context, "T_k d_context")]  # its width: against W_K's rows, below
     n = check_weights(func, name, weights, ("x", x, "T d_model"), *C, *more)
     T, T_k, d_model, h, g, d_k, d_v = n["T"], n.get("T_k", n["T"]), n["d_model"], n["h"], n["g"], n["d_k"], n["d_v"]
+    if n.get("d_context", d_model) != d_model:  # the context meets W_K and W_V (x meets W_Q), so name those
+        raise ShapeError(f"{func}: context is {T_k}x{n['d_context']} and {name}.W_K is {g}x{d_model}x{d_k}; context's "
+                         f"columns ({n['d_context']}) and the rows of {name}.W_K and {name}.W_V ({d_model}) must be "
+                         f"equal: the keys are context @ W_K and the values context @ W_V")
     for name, rows in (("x", T), ("context", T_k)):
         if rows > MAX_MASK_SIDE:
             raise ValueError(f"{func}: {name} has {rows:,} rows; attention here takes at most {MAX_MASK_SIDE:,} tokens")
