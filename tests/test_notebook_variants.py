@@ -145,16 +145,13 @@ NEEDS_TWO_TOKENS = {"08_padding_and_causal_masks": "notebook 08 needs a sentence
 # With one token each row of weights is one exact 1.0, so 13's folded scale changes no output at any d_k: its
 # table of head widths prints "bit for bit: True" where the default shows False for d_k 2 and 8.
 FOLD_TABLE = "d_k, equal, diff = fold_check(*sizes)"
-# 16 traces the Jacobian's entry beside the diagonal, key (j + 1) % seq_len: with one token that is the diagonal.
-ONE_TOKEN_OPEN = {"16_backward_by_hand": "16's off-diagonal Jacobian entry needs 2 keys (a notebook not touched here)"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [pytest.param(path, marks=pytest.mark.xfail(reason=ONE_TOKEN_OPEN[path.stem], strict=True))
-                                  if path.stem in ONE_TOKEN_OPEN else path for path in NOTEBOOKS],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_a_one_token_sentence_runs_or_is_refused_where_it_is_set(path):
-    """08, 09 and 17 raised a bare IndexError or "'<PAD>' is not in list" deep inside, then NameErrors."""
+    """08, 09 and 17 raised a bare IndexError or "'<PAD>' is not in list" deep inside, then NameErrors; 16 traced
+    the Jacobian's entry beside the diagonal, key (j + 1) % seq_len, which with one token is the diagonal."""
     settings = {"sentence": "<BOS>"}
     if path.stem not in NEEDS_TWO_TOKENS:
         run = check_variant(path, settings, free=FOLD_TABLE)
