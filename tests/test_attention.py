@@ -90,7 +90,7 @@ BAD_CALLS = {
                   differ(MHA, "weights.W_Q", "2x4x2", "weights.b_O", "a vector of 3", "rows", "entries", "d_model",
                          "h, d_model, d_k", "d_model")),
     "bias not rows": (TypeError, lambda: multi_head_attention(X3, W4._replace(b_K="zeros")),
-                      dict(func=MHA, name="weights.b_K", type="str")),
+                      dict(func=MHA, name="weights.b_K", value="'zeros'")),
     "too many tokens": (ValueError, lambda: multi_head_attention([[0.0] * 4] * 4097, W4),
                         dict(func="multi_head_attention", name="x", rows="4,097")),
     "too much work": (ValueError, lambda: attention(BIG, BIG, BIG), dict(func="attention", work="3,355,443,200")),
@@ -368,7 +368,7 @@ def test_input_errors_name_the_function_and_the_argument():
         multi_head_attention([row[:8] for row in x], w)
     with pytest.raises(ShapeError, match=r"^attention_trace: x is ragged"):
         attention_trace([x[0], x[1][:15]], w)
-    with pytest.raises(ShapeError, match=r"^multi_head_attention: x is empty"):
+    with pytest.raises(ShapeError, match=r"^multi_head_attention: x must be a non-empty list of rows, got \[\]"):
         multi_head_attention([], w)
     with pytest.raises(ValueError, match=r"^multi_head_attention: x\[1\]\[3\] is nan"):
         multi_head_attention([x[0], x[1][:3] + [NAN] + x[1][4:]], w)
@@ -412,8 +412,8 @@ def test_weight_shape_errors():
 def test_weight_groups_that_are_not_lists_are_named():
     # Not a list of matrices at all, in every group: named (W_Q first), never a raw "not iterable".
     for w in (W4._replace(W_Q=5), W4._replace(W_Q=5, W_K=5, W_V=5)):
-        with pytest.raises(ShapeError, match=r"^multi_head_attention: weights\.W_Q must be a non-empty list with one "
-                                             r"matrix per head, got 5"):
+        with pytest.raises(TypeError, match=r"^multi_head_attention: weights\.W_Q must be a non-empty list of "
+                                            r"matrices, one per head, got 5"):
             multi_head_attention(X3, w)
 
 

@@ -22,17 +22,17 @@ OVERFLOW = "a product or sum overflowed float64 (largest about 1.8e308); scale t
 
 # Every message this module writes, once. Other files match only "func: argument".
 MESSAGES = {
-    "not rows": "{func}: {name} must be a list of rows, got {type}",
-    "no rows": "{func}: {name} is empty (0 rows); a matrix needs at least one row",
+    "not rows": "{func}: {name} must be a non-empty list of rows, got {value}",
+    "no rows": "{func}: {name} must be a non-empty list of rows, got []",
     "not a row": "{func}: {name}[{i}] must be a row (a list of {what}), got {type}; " + ROW_HINT,
     "ragged": "{func}: {name} is ragged: row 0 has {first} entries but row {i} has {n}; every row must have the same length",
     "no columns": "{func}: {name} has empty rows (0 columns); a matrix needs at least one column",
     "entry type": "{func}: {name} is {value} ({type}); entries must be int or float",
     "entry too large": "{func}: {name} is {int}, too large for a float (about 1.8e308 at most)",
     "entry not finite": "{func}: {name} is {value}; entries must be finite numbers",
-    "not a vector": "{func}: {name} must be a list of numbers, got {type}",
-    "empty vector": "{func}: {name} is empty; a vector needs at least one entry",
-    "no matrices": "{func}: {name} must be a non-empty list with one matrix per head, got {value}",
+    "not a vector": "{func}: {name} must be a non-empty list of numbers, got {value}",
+    "empty vector": "{func}: {name} must be a non-empty list of numbers, got ()",
+    "no matrices": "{func}: {name} must be a non-empty list of matrices, one per head, got {value}",
     "sizes differ": "{func}: {a} is {a_shape} and {b} is {b_shape}; {a}'s {a_place} ({a_n}) and {b}'s {b_place} ({b_n}) "
                     "must be equal: both are {size} in {a} ({a_dims}) and {b} ({b_dims})",
     "not an int": "{func}: {name} must be an int, got {value} ({type})",
@@ -48,7 +48,7 @@ MESSAGES = {
 
 # key -> (error type, a real bad call, the fields of the template)
 BAD_CALLS = {
-    "not rows": (TypeError, lambda: check_matrix("f", "A", "ab"), dict(func="f", name="A", type="str")),
+    "not rows": (TypeError, lambda: check_matrix("f", "A", "ab"), dict(func="f", name="A", value="'ab'")),
     "no rows": (ShapeError, lambda: check_rows("f", "A", []), dict(func="f", name="A")),
     "not a row": (TypeError, lambda: check_matrix("f", "A", [[1.0], 2.0]),
                   dict(func="f", name="A", i=1, what="numbers", type="float")),
@@ -60,7 +60,7 @@ BAD_CALLS = {
     "entry too large": (ValueError, lambda: check_matrix("f", "A", [[1.0], [-10**400]]),
                         dict(func="f", name="A[1][0]", int="an int of 401 digits")),
     "entry not finite": (ValueError, lambda: check_vector("f", "v", [1.0, NAN]), dict(func="f", name="v[1]", value="nan")),
-    "not a vector": (TypeError, lambda: check_vector("f", "v", 3), dict(func="f", name="v", type="int")),
+    "not a vector": (TypeError, lambda: check_vector("f", "v", 3), dict(func="f", name="v", value="3")),
     "empty vector": (ShapeError, lambda: check_vector("f", "v", ()), dict(func="f", name="v")),
     "no matrices": (ShapeError, lambda: check_sizes("f", ("Ms", [], "h n m")), dict(func="f", name="Ms", value="[]")),
     "sizes differ": (ShapeError, lambda: check_sizes("f", ("Ms", [[[1.0]], [[1.0]], [[1.0, 2.0]]], "h n m")),

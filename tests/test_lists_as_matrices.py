@@ -68,7 +68,7 @@ BAD_CALLS = {
     "split_rows total": (ShapeError, lambda: split_rows([[1], [2]], [1]), dict(n=2, sizes=[1], total=1)),
     "add_row M": (ValueError, lambda: add_row([[1.0, NAN]], [1.0, 2.0]), dict(func="add_row", name="M[0][1]",
                                                                               value="nan")),
-    "split_rows M": (TypeError, lambda: split_rows(None, [1]), dict(func="split_rows", name="M", type="NoneType")),
+    "split_rows M": (TypeError, lambda: split_rows(None, [1]), dict(func="split_rows", name="M", value="None")),
 }
 
 
@@ -153,7 +153,7 @@ def test_split_rows_walks_down_the_rows():
 
 @pytest.mark.parametrize("bad, error, start", [
     ([[1, 2], [3]], ShapeError, r"^matmul: A is ragged"),
-    ([], ShapeError, r"^matmul: A is empty"),
+    ([], ShapeError, r"^matmul: A must be a non-empty list of rows, got \[\]"),
     ([[]], ShapeError, r"^matmul: A has empty rows"),
     ([[1, "2"]], TypeError, r"^matmul: A\[0\]\[1\] is '2'"),
     ([[1, True]], TypeError, r"^matmul: A\[0\]\[1\] is True"),
@@ -162,8 +162,8 @@ def test_split_rows_walks_down_the_rows():
     ([[1.0, NAN]], ValueError, r"^matmul: A\[0\]\[1\] is nan"),
     ([1, 2], TypeError, r"^matmul: A\[0\] must be a row"),
     (({1: 2},), TypeError, r"^matmul: A\[0\] must be a row"),
-    ("ab", TypeError, r"^matmul: A must be a list of rows"),
-    (None, TypeError, r"^matmul: A must be a list of rows"),
+    ("ab", TypeError, r"^matmul: A must be a non-empty list of rows"),
+    (None, TypeError, r"^matmul: A must be a non-empty list of rows"),
 ])
 def test_matmul_names_the_bad_argument(bad, error, start):
     with pytest.raises(error, match=start):
@@ -177,9 +177,9 @@ def test_other_functions_name_their_arguments():
         scale([[1]], "2")
     with pytest.raises(ValueError, match=r"^scale: c must be a finite number"):
         scale([[1]], NAN)
-    with pytest.raises(TypeError, match=r"^scale: M must be a list of rows"):
+    with pytest.raises(TypeError, match=r"^scale: M must be a non-empty list of rows"):
         scale(None, 2.0)
-    with pytest.raises(TypeError, match=r"^dot: v must be a list of numbers"):
+    with pytest.raises(TypeError, match=r"^dot: v must be a non-empty list of numbers"):
         dot([1.0], None)
     with pytest.raises(ValueError, match=r"^dot: v\[0\] is inf"):
         dot([1.0, 2.0], [INF, 1.0])
@@ -187,13 +187,13 @@ def test_other_functions_name_their_arguments():
         add([[1.0]], [["b"]])
     with pytest.raises(ValueError, match=r"^add_row: b\[0\] is nan"):
         add_row([[1.0]], [NAN])
-    with pytest.raises(ShapeError, match=r"^add_row: b is empty"):
+    with pytest.raises(ShapeError, match=r"^add_row: b must be a non-empty list of numbers"):
         add_row([[1.0]], [])
     with pytest.raises(TypeError, match=r"^split_heads: num_heads must be an int"):
         split_heads([[1.0, 2.0]], 2.0)
     with pytest.raises(ValueError, match=r"^split_heads: num_heads must be a positive int"):
         split_heads([[1.0, 2.0]], 0)
-    with pytest.raises(TypeError, match=r"^concat_heads: heads\[1\] must be a list of rows"):
+    with pytest.raises(TypeError, match=r"^concat_heads: heads\[1\] must be a non-empty list of rows"):
         concat_heads([[[1.0]], 5])
     with pytest.raises(TypeError, match=r"^concat_heads: heads\[1\]\[0\]\[0\] is 'x'"):
         concat_heads([[[1.0]], [["x"]]])
@@ -205,7 +205,7 @@ def test_other_functions_name_their_arguments():
         split_rows([[1.0], [2.0]], [])
     with pytest.raises(TypeError, match=r"^transpose: M\[0\]\[1\] is None"):
         transpose([[1, None]])
-    with pytest.raises(TypeError, match=r"^shape: M must be a list of rows"):
+    with pytest.raises(TypeError, match=r"^shape: M must be a non-empty list of rows"):
         shape(5)
 
 

@@ -322,7 +322,7 @@ def test_training_lowers_the_loss_and_gives_the_same_bits_twice():
 
 def test_a_progress_callback_is_simply_called():
     from mha_lists import softmax
-    with pytest.raises(TypeError, match=r"^matmul: B must be a list of rows, got str$"):
+    with pytest.raises(TypeError, match=r"^matmul: B must be a non-empty list of rows, got '[^']*'$"):
         train(TOY, batches(TOY, 1, 1, 3), progress=lambda step: matmul([[1.0]], "x"))
     seen = []
     train(TOY, batches(TOY, 2, 1, 3), progress=lambda step: seen.append(softmax([0.0, 0.0])))

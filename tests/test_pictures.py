@@ -248,7 +248,7 @@ def test_line_chart_text():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"values": []}, ShapeError, "^line_chart: values is empty"),
+    ({"values": []}, ShapeError, "^line_chart: values must be a non-empty list of numbers"),
     ({"values": [1.0, float("nan")]}, ValueError, r"^line_chart: values\[1\] is nan"),
     ({"values": [1.0, 2.0], "marks": {5: "x"}}, ValueError, "^line_chart: marks has x = 5"),
     ({"values": [1.0, 2.0], "x_values": [1, 1]}, ValueError, "^line_chart: x_values must increase"),

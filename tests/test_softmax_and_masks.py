@@ -94,9 +94,9 @@ def test_softmax_errors_name_the_entry():
         softmax([-INF] * 3)
     with pytest.raises(ValueError, match=r"^softmax: v\[0\] is nan"):
         softmax([NAN, 1.0])
-    with pytest.raises(ShapeError, match=r"^softmax: v is empty"):
+    with pytest.raises(ShapeError, match=r"^softmax: v must be a non-empty list of numbers"):
         softmax([])
-    with pytest.raises(TypeError, match=r"^softmax: v must be a list of numbers"):
+    with pytest.raises(TypeError, match=r"^softmax: v must be a non-empty list of numbers"):
         softmax("abc")
     with pytest.raises(TypeError, match=r"^softmax: v\[0\] is 'a'"):
         softmax(["a"])

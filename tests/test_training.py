@@ -19,7 +19,7 @@ from mha_lists.teaching.weights import derive_rng, init_mha_weights
 MESSAGES = {
     "example settings": "model_from_example: ex.settings must be the dict of running_example's settings, with the seed",
     "example seed": "model_from_example: ex.seed must be an int, got 1.5 (float)",
-    "example positions": "model_from_example: ex.position_embeddings must be a list of rows, got NoneType",
+    "example positions": "model_from_example: ex.position_embeddings must be a non-empty list of rows, got None",
     "example positions width": "model_from_example: ex.position_embeddings rows have 3 entries and ex.x rows have "
                                "16; both must be d_model wide",
     "example tokens width": "model_from_example: ex.token_embeddings rows have 8 entries and ex.x rows have 16; "

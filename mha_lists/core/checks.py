@@ -93,12 +93,24 @@ def all_fine(matrices: list, *, finite: bool = True) -> bool:
         return False
 
 
+def check_list(func: str, name: str, value: object, what: str) -> int:
+    """A non-empty list (or tuple) of ``what``, entries not looked at; return its length. Not a list is a
+    TypeError, an empty one a ShapeError; both say the same.
+
+    >>> check_list("demo", "heads", None, "matrices")
+    Traceback (most recent call last):
+    ...
+    TypeError: demo: heads must be a non-empty list of matrices, got None
+    """
+    if not isinstance(value, (list, tuple)) or len(value) == 0:
+        error = ShapeError if isinstance(value, (list, tuple)) else TypeError
+        raise error(f"{func}: {name} must be a non-empty list of {what}, got {shorten(value)}")
+    return len(value)
+
+
 def check_rows(func: str, name: str, M: object, what: str = "numbers") -> tuple[int, int]:
     """Check that ``M`` is a non-empty rectangular list of non-empty rows (entries not looked at); return its shape."""
-    if not isinstance(M, (list, tuple)):
-        raise TypeError(f"{func}: {name} must be a list of rows, got {type(M).__name__}")
-    if len(M) == 0:
-        raise ShapeError(f"{func}: {name} is empty (0 rows); a matrix needs at least one row")
+    check_list(func, name, M, "rows")
     for i, row in enumerate(M):
         if not isinstance(row, (list, tuple)):
             raise TypeError(f"{func}: {name}[{i}] must be a row (a list of {what}), got {type(row).__name__}; "
@@ -133,10 +145,7 @@ def check_matrix(func: str, name: str, M: object, *, finite: bool = True) -> tup
 
 def check_vector(func: str, name: str, v: object, *, finite: bool = True) -> int:
     """Check that ``v`` is a non-empty list of finite numbers (of numbers, with ``finite=False``); return its length."""
-    if not isinstance(v, (list, tuple)):
-        raise TypeError(f"{func}: {name} must be a list of numbers, got {type(v).__name__}")
-    if len(v) == 0:
-        raise ShapeError(f"{func}: {name} is empty; a vector needs at least one entry")
+    check_list(func, name, v, "numbers")
     for j, value in enumerate(v):
         if not is_number(value):
             raise TypeError(f"{func}: {name}[{j}] is {shorten(value)} ({type(value).__name__}); entries must be int or float")
@@ -173,8 +182,8 @@ def check_sizes(func: str, *arguments: tuple) -> dict[str, int]:
     else:  # find the fault and name it
         found = []
         for name, value, dims in arguments:
-            if len(dims) == 3 and (not isinstance(value, (list, tuple)) or not value):
-                raise ShapeError(f"{func}: {name} must be a non-empty list with one matrix per head, got {shorten(value)}")
+            if len(dims) == 3:
+                check_list(func, name, value, "matrices, one per head")
             found.append((check_vector(func, name, value),) if len(dims) == 1 else check_matrix(func, name, value)
                          if len(dims) == 2 else (len(value), *check_sizes(func, *[(f"{name}[{h}]", M, " ".join(
                              dims[1:])) for h, M in enumerate(value)]).values()))  # each matrix against the first

@@ -55,10 +55,7 @@ def softmax_rows_backward(A: Matrix, dA: Matrix) -> Matrix:  # unchecked softmax
     """Each row p of A with its row dp of dA: p * (dp - p . dp)."""
     dS = []
     for p, dp in zip(A, dA):
-        try:
-            p_dot_dp = math.fsum(map(mul, p, dp))
-        except (OverflowError, ValueError):  # fsum's running total, or inf - inf: past float64's range
-            raise OverflowError("the gradients") from None
+        p_dot_dp = math.fsum(map(mul, p, dp))
         dS.append([p_j * (dp_j - p_dot_dp) for p_j, dp_j in zip(p, dp)])
     return dS
 
@@ -103,7 +100,7 @@ class HeadGradients(NamedTuple):
 def head_backward(Q: Matrix, K: Matrix, V: Matrix, A: Matrix, d_head: Matrix, *, mask: Optional[Mask],
                   scale: float) -> HeadGradients:
     """One head's gradients, given its weights A and the gradient of its output, unchecked (a step of the head loop)."""
-    dA = product(d_head, list(zip(*V)))  # d_head V^T
+    dA = finite(product(d_head, list(zip(*V))), "the gradients")  # d_head V^T; +inf and -inf would meet in fsum
     dS = softmax_rows_backward(A, dA)
     dS_T = list(zip(*dS))
     dQ = [[x * scale for x in row] for row in product(dS, K)]

@@ -58,7 +58,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
 from ..core.attention import MHAWeights
-from ..core.checks import (check_type, ShapeError, check_int, check_number, check_positive_int, quote_int,
+from ..core.checks import (check_type, ShapeError, check_int, check_list, check_number, check_positive_int, quote_int,
                            shorten, too_large)
 from ..core.matrix import Matrix
 from .model import (Model, Sizes, Step, Trace, check_ids, check_model, check_progress, check_training_work,
@@ -335,9 +335,7 @@ def check_sequence(func: str, name: str, seq: object, sizes: Optional[Sizes] = N
 def check_sequences(func: str, name: str, sequences: object, sizes: Sizes) -> int:
     """A non-empty list of at most LIMITS["count"] runs and their repeats; return the multiply-adds of one
     forward pass over them all."""
-    if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
-        raise ShapeError(f"{func}: {name} must be a non-empty list of sequences (a run and its repeat), "
-                         f"got {shorten(sequences)}")
+    check_list(func, name, sequences, "sequences (a run and its repeat)")
     if len(sequences) > LIMITS["count"]:
         raise ValueError(f"{func}: {name} has {len(sequences):,} sequences; the limit is {LIMITS['count']}")
     return sum(forward_work(sizes, 2 * check_sequence(func, f"{name}[{n}]", seq, sizes) - 1)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from math import fsum
 from operator import mul
 
-from ..core.checks import ShapeError, check_matrix, check_number, check_positive_int, check_rows, check_sizes, \
+from ..core.checks import ShapeError, check_list, check_matrix, check_number, check_positive_int, check_rows, check_sizes, \
     shorten, too_large
 from ..core.matrix import MAX_WORK, Matrix, Number, Vector, columns_of, finite, joined, overflow_named, product, \
     too_much_work
@@ -125,8 +125,7 @@ def concat_heads(heads: Sequence[Matrix]) -> Matrix:  # h x (n, w) -> (n, h * w)
     >>> concat_heads([[[1, 2], [5, 6]], [[3, 4], [7, 8]]])
     [[1, 2, 3, 4], [5, 6, 7, 8]]
     """
-    if not isinstance(heads, (list, tuple)) or len(heads) == 0:
-        raise ShapeError(f"concat_heads: heads must be a non-empty list of matrices, got {shorten(heads)}")
+    check_list("concat_heads", "heads", heads, "matrices")
     shapes = [check_matrix("concat_heads", f"heads[{b}]", B) for b, B in enumerate(heads)]
     for b, (rows, cols) in enumerate(shapes):
         if rows != shapes[0][0]:

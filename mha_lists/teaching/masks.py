@@ -10,7 +10,7 @@ masks together (causal and padding, say). Like ``causal_mask``, each is a
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import ShapeError, check_int, check_positive_int, describe, quote_int, shorten
+from ..core.checks import ShapeError, check_int, check_list, check_positive_int, describe, quote_int, shorten
 from ..core.softmax_and_masks import MAX_MASK_SIDE, Mask, causal_mask, check_mask  # noqa: F401 (causal_mask: the doctest)
 
 __all__ = ["padding_mask", "length_mask", "combine_masks"]
@@ -25,8 +25,7 @@ def padding_mask(token_ids: Sequence[int], pad_id: int, *, num_queries: Optional
     >>> padding_mask([1, 3, 0], pad_id=0)
     [[True, True, False], [True, True, False], [True, True, False]]
     """
-    if not isinstance(token_ids, (list, tuple)) or len(token_ids) == 0:
-        raise ShapeError(f"padding_mask: token_ids must be a non-empty list of ints, got {shorten(token_ids)}")
+    check_list("padding_mask", "token_ids", token_ids, "ints")
     check_positive_int("padding_mask", "len(token_ids)", len(token_ids), most=MAX_MASK_SIDE)
     for j, t in enumerate(token_ids):
         check_int("padding_mask", f"token_ids[{j}]", t)

@@ -62,7 +62,7 @@ from typing import NamedTuple, Optional, Union
 
 from ..core import attention, gradients
 from ..core.attention import MHAWeights, AttentionTrace, check_weights
-from ..core.checks import (check_type, ShapeError, check_int, check_matrix, check_number, check_vector, quote_int,
+from ..core.checks import (check_type, ShapeError, check_int, check_list, check_matrix, check_number, check_vector, quote_int,
                            shorten, too_large)
 from ..core.matrix import Matrix, Vector, finite, product
 from ..core.softmax_and_masks import MAX_MASK_SIDE, causal_mask, softmax_of_rows
@@ -609,8 +609,7 @@ def train(model: Model, batches: Sequence[Sequence[Pair]], *, lr: float = 0.01,
     ``progress(step)`` is called after every step with a ``Step`` (loss, batch, forward passes).
     """
     sizes = check_model("train", "model", model)
-    if not isinstance(batches, (list, tuple)) or not batches:
-        raise ShapeError(f"train: batches must be a non-empty list of batches, got {shorten(batches)}")
+    check_list("train", "batches", batches, "batches")
     work = [check_batch("train", f"batches[{n}]", batch, sizes) for n, batch in enumerate(batches)]
     check_work("train", f"{len(batches):,} batches, forward and backward", sum(work), MAX_TRAINING_WORK,
                "about half an hour of plain Python")

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from ..core.attention import check_weights
-from ..core.checks import check_type, ShapeError, check_int, check_matrix, check_number, shorten, too_large
+from ..core.checks import check_type, ShapeError, check_int, check_list, check_matrix, check_number, shorten, too_large
 from ..core.matrix import Matrix
 from .example import EMBED_STD, Example
 from .model import (AdamState, Model, Sizes, adam_step, batch_step, check_ids, check_model, check_training_work,
@@ -176,9 +176,7 @@ def targets(ids: Sequence[int]) -> list[Optional[int]]:
 def check_sequences(func: str, name: str, sequences: object, sizes: Sizes, most: int = MAX_SEQUENCES) -> int:
     """A non-empty list of at most ``most`` sequences of at least 2 token ids the model reads; return the
     multiply-adds of one forward pass over them all."""
-    if not isinstance(sequences, (list, tuple)) or len(sequences) == 0:
-        raise ShapeError(f"{func}: {name} must be a non-empty list of sequences (lists of token ids), "
-                         f"got {shorten(sequences)}")
+    check_list(func, name, sequences, "sequences (lists of token ids)")
     if len(sequences) > most:
         raise ValueError(f"{func}: {name} has {len(sequences):,} sequences; at most {most:,} at once")
     return sum(forward_work(sizes, check_ids(func, f"{name}[{n}]", ids, sizes, at_least=2))
