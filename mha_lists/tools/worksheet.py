@@ -538,8 +538,9 @@ def _story(ws: Worksheet) -> list[str]:
     features += ("; first, last mark the first and the last token." if "first" in ws.features else ".")
     jobs = [f"head {h} looks for {job} and carries {carry}" for h, (job, carry) in enumerate(zip(ws.jobs, ws.carries))]
     heads = ("The weights were built so that " + "; ".join(jobs) + ". Before you start, predict which token each "
-             "token will look at in each head" + ("; after the softmax, circle the largest weight of each row and "
-                                                  "compare." if "softmax" in ws.steps else "."))
+             "token will look at in each head" + ("; after the softmax, circle the largest weight of each row (each "
+                                                  "of them, when they tie) and compare." if "softmax" in ws.steps
+                                                  else "."))
     return [features, heads]
 
 
@@ -547,7 +548,8 @@ STEP_TEXT = {
     "qkv": ["For each head h: Q = X W_Q, K = X W_K, V = X W_V (integers)."],
     "scores": ["Raw scores S = Q K^T (integers): S[i][j] = row i of Q times row j of K."],
     "softmax": ["In each row of S, take d = s - (largest s of the row) for every entry and look up e^(d * scale) "
-                "in the table. Each weight is its e^x divided by the row's total. Each row sums to 1."],
+                "in the table. Each weight is its e^x divided by the row's total. Each row sums to 1. Keep 3 "
+                "decimals."],
     "output": ["Head output = weights V: row i is the weighted average of V's rows.",
                "concat = [head 0 | head 1 | ...], then output = concat W_O."],
 }
@@ -603,8 +605,8 @@ def to_markdown(ws: Worksheet, *, key: bool = False) -> str:
         out += [paragraph, ""]
     if ws.student is None:
         out += ["To print it: `python -m mha_lists.tools.worksheet --example --format html > paper.html` "
-                "(add `--key` for the answers, on a page of their own). The answers are also at the "
-                "end of this page: cover them until you have your own.", ""]
+                "(add `--key` for the answers, on a page of their own)." + (" The answers are also at the "
+                "end of this page: cover them until you have your own." if key else ""), ""]
     out += [_size_line(ws), "", "## Given", ""]
     for title, M, rows, cols, digits in _given(ws):
         out += [_md_block(M, title, rows, cols, digits), ""]
@@ -1440,7 +1442,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="docs/handout.md as a page to print (HTML), on one page of --paper")
     parser.add_argument("--term", type=term_argument, metavar="WORD",
                         help="the teacher's secret for this term: same term and student, same sheet; "
-                             "without it nobody can print the key")
+                             "nobody who lacks it can print the key (without --term, anyone can)")
     parser.add_argument("--exam", action="store_true", help="five short exam questions instead of a worksheet")
     parser.add_argument("--heads", type=_bounded(1, MAX_HEADS, "more do not fit one page"),
                         metavar="N", help=f"heads on the sheet, 1-{MAX_HEADS} (default 2)")
