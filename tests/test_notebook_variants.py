@@ -363,7 +363,7 @@ LEARNER_EDITS = {
     # 12's Try this 1: the layer is chosen once for Step 4, so the full pass compares the same layer.
     ("12_mqa_gqa_kv_cache", "decoding-1-kv-head"): (
         "decoding = weights[g_gqa]", "decoding = weights[1]",
-        ["cache.K = 1 heads of (5, 2)", "cache.K == causal.K: True, cache.V == causal.V: True",
+        ["cache.K = 1 head of (5, 2)", "cache.K == causal.K: True, cache.V == causal.V: True",
          "token-by-token decoding == full causal pass, bit for bit: True"]),
     # 07b printed the texts with !r (a backslash before ') and put the caret by raw characters; now in plain quotes.
     ("07b_a_model_that_read_a_book", "quotes-in-the-sentence"): (
