@@ -10,7 +10,7 @@ masks together (causal and padding, say). Like ``causal_mask``, each is a
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core.checks import ShapeError, check_int, check_list, check_positive_int, describe, quote_int, shorten
+from ..core.checks import ShapeError, check_int, check_list, check_positive_int, describe, quote_int
 from ..core.softmax_and_masks import MAX_MASK_SIDE, Mask, causal_mask, check_mask  # noqa: F401 (causal_mask: the doctest)
 
 __all__ = ["padding_mask", "length_mask", "combine_masks"]

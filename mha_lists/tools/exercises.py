@@ -1201,9 +1201,9 @@ def _package_files(imported: tuple[str, ...] = ()) -> dict[str, bytes]:
     a checker had loaded when it was ready: every module's (the standard library's it uses too) and the
     bytecode cache (.pyc) it was run from, which a notebook could replace while leaving the source alone."""
     root = pathlib.Path(__file__).resolve().parents[1]
-    files = {str(path.relative_to(root.parent)): _digest(path) for path in sorted(root.rglob("*.py"))}
-    sources = {str(path) for path in root.rglob("*.py")}
-    return {**files, **{name: _digest(pathlib.Path(name)) for name in imported if name not in sources}}
+    sources = sorted(root.rglob("*.py"))
+    files = {str(path.relative_to(root.parent)): _digest(path) for path in sources}
+    return {**files, **{name: _digest(pathlib.Path(name)) for name in imported if pathlib.Path(name) not in sources}}
 
 
 def _changed_files(before: dict[str, bytes]) -> list[str]:
