@@ -331,6 +331,9 @@ def test_exercises_for_00a_02_to_07_16_and_17():
         number = path.name.split("_")[0]
         if number in CORE:
             assert path.name == CORE[number], "an exercise notebook is named after its core notebook"
+        elif number == "07":  # the whole layer: 02-06's last part, All together (07 was its own notebook)
+            assert f"Practice for the last part of [notebook 02-06](../{CORE['02-06']}), All together" in source(load(path)["cells"][0])
+            assert re.search(r"^## All together", layer, re.M), "02-06 has no part All together"
         else:  # 02 to 06 keep their names: each practises one part of 02-06, and its first cell links to it
             assert f"Practice for part {number} of [notebook 02-06](../{CORE['02-06']})" in source(load(path)["cells"][0])
             assert re.search(rf"^## {number} · ", layer, re.M), f"02-06 has no part {number}"

@@ -11,7 +11,7 @@ demonstration such as ``0.1 + 0.2 == 0.3``) must print the same True/False seque
     python -m pytest -m slow tests/test_notebook_variants.py -k 2-tokens  # one variant, every notebook
     python -m pytest -m slow tests/test_notebook_variants.py -k trained   # the trained model, core notebooks
 
-The core notebooks 01, 02-06 and 07 also run on the first layer of the model that read a book,
+The core notebooks 01 and 02-06 also run on the first layer of the model that read a book,
 ``running_example(trained=True, sentence=...)``: one token per character, for sentences with
 punctuation, digits, accents, an emoji, two characters and a repeated phrase.
 
@@ -52,8 +52,8 @@ VARIANTS = {
     "16-heads-of-width-1": {"d_model": 16, "num_heads": 16},
     "d_model24-3heads": {"d_model": 24, "num_heads": 3},
 }
-# The core path, 01, 02-06 and 07 (not 00, 00a, 07a): each offers the trained example in its "Try this".
-CORE = [path for path in NOTEBOOKS if re.match(r"(01|02-06|07)_", path.name)]
+# The core path, 01 and 02-06 (not 00, 00a, 07a): each offers the trained example in its "Try this".
+CORE = [path for path in NOTEBOOKS if re.match(r"(01|02-06)_", path.name)]
 # At most 16 characters, the trained model's position table; "4", "é", "ï" and "🙂" are <unk> to it.
 TRAINED_VARIANTS = {
     "trained-punctuation-digits": {"trained": True, "sentence": "Hi, world! 4:30?"},
@@ -179,16 +179,9 @@ def refused_where_it_is_set(path, settings, start: str) -> str:
 
 
 # Other settings running_example accepts (num_kv_heads, d_k, d_v). The cells that count the matrices read each
-# one's own list: 07 printed "W_Q, W_K, W_V: 4 heads x (16 x 4) = 256 each" with one key/value head, and V's
-# size as d_k's. 02-06 gives each query head its own K and V and refuses grouped-query attention where the
+# one's own list (V's size is d_v's, not d_k's). 02-06 gives each query head its own K and V and refuses grouped-query attention where the
 # example is built (it raised a bare IndexError at K[h]), pointing to notebook 12.
 SIZES = {
-    ("07_all_together", "1-kv-head"): ({"num_kv_heads": 1}, [
-        "W_Q: 2 x (16 x 8) = 256", "W_K: 1 x (16 x 8) = 128", "W_V: 1 x (16 x 8) = 128", "W_O: 16 x 16 = 256",
-        "parameter_count(weights) = 768;"]),
-    ("07_all_together", "d_k4-d_v12"): ({"d_k": 4, "d_v": 12}, [
-        "W_Q: 2 x (16 x 4) = 128", "W_K: 2 x (16 x 4) = 128", "W_V: 2 x (16 x 12) = 384", "W_O: 24 x 16 = 384",
-        "parameter_count(weights) = 1,024;"]),
     ("02-06_the_layer_step_by_step", "d_k4-d_v12"): ({"d_k": 4, "d_v": 12}, [
         "Q: 2 heads, each 5 x 4", "K: 2 heads, each 5 x 4", "V: 2 heads, each 5 x 12"]),
     ("02-06_the_layer_step_by_step", "4-heads-2-kv-heads"): ({"num_heads": 4, "num_kv_heads": 2}, None),
@@ -210,8 +203,8 @@ def test_the_counts_follow_num_kv_heads_d_k_and_d_v(stem, name):
 
 
 def test_the_trained_sentences_fit_the_trained_model():
-    """The core is 01, 02-06 and 07; each trained sentence builds its example, one token per character."""
-    assert [path.name.split("_")[0] for path in CORE] == ["01", "02-06", "07"]
+    """The core is 01 and 02-06; each trained sentence builds its example, one token per character."""
+    assert [path.name.split("_")[0] for path in CORE] == ["01", "02-06"]
     for settings in TRAINED_VARIANTS.values():
         assert len(running_example(**settings).tokens) == len(settings["sentence"])
 
