@@ -94,6 +94,9 @@ def test_guide_try_this_answers_recompute():
     paper.weights.W_K[0][:] = [[2 * v for v in row] for row in paper.weights.W_K[0]]
     doubled = attention_trace(paper.x, paper.weights).attention[0]
     assert f"from 0.941 to {doubled[1][0]:.3f}" in answers and f"from 0.486 to {doubled[0][0]:.3f} each" in answers
+    raw_like = attention_trace(paper.x, paper.weights).scores[0][1]  # Step 5's row, doubled: e^x of each score - max
+    small = [f"{math.exp(s - max(raw_like)):.4f}" for s in raw_like[1:]]
+    assert f"fall from 0.0591 and 0.0035 to {small[0]} and {small[1]}" in answers
     paper = paper_example()  # 00a's answer 1: head 1 finds the verb, and one head doing both jobs
     paper.weights.W_K[1][:] = [[0, 0], [1, 1], [0, 0], [1, 1]]
     w = paper.weights
