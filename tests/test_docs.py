@@ -424,67 +424,6 @@ def test_what_07b_and_07c_say_of_the_book_and_of_the_model_holds():
     assert trained_model().positions == "queries and keys"
 
 
-def likeness_of(M):
-    """The mean cosine between two rows of M: each pair's dot product over the product of the two norms."""
-    norms = [math.sqrt(math.fsum(v * v for v in row)) for row in M]
-    pairs = [(i, j) for i in range(len(M)) for j in range(i + 1, len(M))]
-    return math.fsum(math.fsum(a * b for a, b in zip(M[i], M[j])) / (norms[i] * norms[j]) for i, j in pairs) / len(pairs)
-
-
-def output_likeness(ex, causal=False):
-    """The mean cosine between two rows of the layer's output on ``ex`` (02-06's last part, and the guide's answers)."""
-    from mha_lists import causal_mask, multi_head_attention
-    return likeness_of(multi_head_attention(ex.x, ex.weights, mask=causal_mask(len(ex.tokens)) if causal else None))
-
-
-def test_02_06s_claims_on_its_residual_picture():
-    """02-06's last part, on its default example: MHA(x) is paler than x (a smaller root mean square) and its rows are far
-    more alike than those of x (mean cosine between two rows); here recomputed, with a margin."""
-    from mha_lists import multi_head_attention, running_example
-
-    cells = json.loads((ROOT / "notebooks" / "02-06_the_layer_step_by_step.ipynb").read_text(encoding="utf-8"))["cells"]
-    source = "".join("".join(c["source"]) for c in cells)
-    assert "ex = running_example()\n" in source and "one_call = multi_head_attention(x, weights)" in source
-    text = " ".join(source.split())
-    assert "By default `MHA(x)` is paler than `x`, about half its size" in text
-    assert "Its rows are also far more alike than those of `x`" in text
-    ex = running_example()
-    output = multi_head_attention(ex.x, ex.weights)
-
-    def rms(M):
-        return math.sqrt(math.fsum(v * v for row in M for v in row) / (len(M) * len(M[0])))
-
-    assert 0.4 < rms(output) / rms(ex.x) < 0.6  # 0.42 against 0.83: about half
-    assert output_likeness(ex) > likeness_of(ex.x) + 0.5  # 0.66 against -0.07
-
-
-def random_layer_likeness(ex, seeds=range(10)):
-    """02-06's last part: the mean cosine between rows of MHA(x) on ex.x, under the causal mask, for random layers of
-    ex's shape, one per seed."""
-    from mha_lists import causal_mask, init_mha_weights, multi_head_attention
-    mask = causal_mask(len(ex.tokens))
-    return [likeness_of(multi_head_attention(ex.x, init_mha_weights(ex.d_model, ex.num_heads, seed=s), mask=mask))
-            for s in seeds]
-
-
-def test_02_06s_claim_that_heads_with_jobs_keep_the_tokens_apart():
-    """02-06's last part: on the book model's input, under its causal mask, its trained layer gives rows of MHA(x) far
-    less alike than any of 10 random layers of its shape (0.06 against 0.23 to 0.68 by default), because each
-    trained head puts most of its weight on one character or a few."""
-    from mha_lists import attention_trace, causal_mask, running_example
-
-    cells = json.loads((ROOT / "notebooks" / "02-06_the_layer_step_by_step.ipynb").read_text(encoding="utf-8"))["cells"]
-    source = "".join("".join(c["source"]) for c in cells)
-    assert 'book = running_example(trained=True, sentence="and god said")' in source
-    text = " ".join(source.split())
-    assert "By default the trained rows are far less alike than any random layer's" in text
-    assert "Each trained head puts most of its weight on one character or a few" in text
-    book = running_example(trained=True, sentence="and god said")
-    assert output_likeness(book, causal=True) < min(random_layer_likeness(book)) / 3  # 0.06 against 0.23
-    for A in attention_trace(book.x, book.weights, mask=causal_mask(len(book.tokens))).attention:
-        assert math.fsum(max(row) for row in A) / len(A) > 0.8  # the mean top weight: 0.83 to 1.00
-
-
 def test_02_06s_why_a_space_reads_itself():
     """02-06: in the trained layer's head 0, by their characters alone (token rows, no positions), a space's query
     matches a space's key better than any other character's."""
@@ -595,23 +534,6 @@ def test_guide_07d_answer_on_the_votes_where_copying_stops():
             f"(total {says(math.fsum(twinkle.values()))})") in answers
 
 
-def test_guide_02_06_answer_on_the_trained_layer():
-    """02-06's answer 2, on its last part: the mean cosine between output rows, trained and random, on two
-    sentences."""
-    from mha_lists import running_example
-    answers = " ".join(section('Answers to "Try this"').split())
-
-    def said(sentence):
-        ex = running_example(trained=True, sentence=sentence)
-        randoms = random_layer_likeness(ex)
-        return output_likeness(ex, True), math.fsum(randoms) / len(randoms), min(randoms), max(randoms)
-
-    trained, mean, low, high = said("in the beginning")
-    assert (f"the trained rows stay far apart: a mean cosine of {trained:.2f}, against {mean:.2f} on average for the "
-            f"random layers ({low:.2f} to {high:.2f})") in answers
-    trained, mean, low, high = said("hello")
-    assert f"{trained:.2f} against {mean:.2f} on average, and one seed's random layer ({low:.2f}) is below" in answers
-    assert low < trained
 
 
 def test_02_06s_sentence_on_overflow_holds():

@@ -25,7 +25,6 @@ The re-executions carry the marker ``slow``: the README's fast command leaves th
 
 import ast
 import copy
-import json
 import pathlib
 import re
 
@@ -162,12 +161,15 @@ def test_a_one_token_sentence_runs_or_is_refused_where_it_is_set(path):
     assert "'<BOS>' has 1" in refused_where_it_is_set(path, settings, NEEDS_TWO_TOKENS[path.stem])
 
 
-def refused_where_it_is_set(path, settings, start: str) -> str:
-    """The notebook, its example built from settings, stops at the cell that builds it: a ValueError of one line
-    that starts with start (the first error; the cells after it only fail for want of its names)."""
+def refused_where_it_is_set(path, settings, start: str, where: str = "") -> str:
+    """The notebook, its example built from settings, stops at the cell that builds it (or, with where, at the
+    cell whose code holds where: the first that needs what is refused): a ValueError of one line that starts
+    with start (the first error; the cells after it only fail for want of its names)."""
     nb = nbformat.read(path, as_version=4)
     index = settings_cell(nb)
     nb.cells[index].source = with_settings(nb.cells[index].source, settings)
+    if where:
+        index = next(n for n, cell in enumerate(nb.cells) if cell.cell_type == "code" and where in cell.source)
     run = executed(nb, path, allow_errors=True)
     errors = [(number, out) for number, cell in enumerate(run.cells) if cell.cell_type == "code"
               for out in cell.get("outputs", []) if out.get("output_type") == "error"]
@@ -179,8 +181,8 @@ def refused_where_it_is_set(path, settings, start: str) -> str:
 
 
 # Other settings running_example accepts (num_kv_heads, d_k, d_v). The cells that count the matrices read each
-# one's own list (V's size is d_v's, not d_k's). 02-06 gives each query head its own K and V and refuses grouped-query attention where the
-# example is built (it raised a bare IndexError at K[h]), pointing to notebook 12.
+# one's own list (V's size is d_v's, not d_k's). 02-06 gives each query head its own K and V and refuses grouped-query attention in part
+# 02, where K and V are made (it raised a bare IndexError at K[h]), pointing to notebook 12.
 SIZES = {
     ("02-06_the_layer_step_by_step", "d_k4-d_v12"): ({"d_k": 4, "d_v": 12}, [
         "Q: 2 heads, each 5 x 4", "K: 2 heads, each 5 x 4", "V: 2 heads, each 5 x 12"]),
@@ -195,7 +197,8 @@ def test_the_counts_follow_num_kv_heads_d_k_and_d_v(stem, name):
     settings, claims = SIZES[stem, name]
     path = ROOT / "notebooks" / f"{stem}.ipynb"
     if claims is None:
-        message = refused_where_it_is_set(path, settings, "notebook 02-06 needs num_kv_heads == num_heads")
+        message = refused_where_it_is_set(path, settings, "notebook 02-06 needs num_kv_heads == num_heads",
+                                          where="K = [matmul(x, W) for W in weights.W_K]")  # part 02, where K is made
         assert f"num_kv_heads={settings['num_kv_heads']} shares each K and V" in message and "notebook 12" in message
         return
     shown = "".join(cell_texts(cell) for cell in check_variant(path, settings).cells)
