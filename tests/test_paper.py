@@ -12,8 +12,8 @@ import pytest
 from bad_inputs import assert_template
 
 from mha_lists import ShapeError, attention_trace, softmax
-from mha_lists.teaching.paper import (exp_table, integer_matrix, paper_example, raw_scores, score_differences,
-                                      table_softmax)
+from mha_lists.teaching.paper import (exp_table, integer_matrix, paper_example, raw_scores, row_where_heads_differ,
+                                      score_differences, table_softmax)
 
 OVERFLOW = "are too large: a product or sum overflowed float64 (largest about 1.8e308); scale the inputs down"
 
@@ -29,6 +29,11 @@ MESSAGES = {
     "digits": "{func}: digits is {value}; give 0 to 17 digits after the point",
     "exp_table exponents": "exp_table: the exponents x = d * scale " + OVERFLOW,
     "exp_table powers": "exp_table: the powers e^x " + OVERFLOW,
+    "row_where_heads_differ list": "row_where_heads_differ: attention must be a non-empty list of heads' weights, "
+                                   "got {value}",
+    "row_where_heads_differ shapes": "row_where_heads_differ: the heads' weights have shapes {shapes}; every head's "
+                                     "must be the same (one row per query, one column per key)",
+    "row_where_heads_differ prefer": "row_where_heads_differ: prefer is {value}; a row is 0 to {last}",
 }
 
 NAN, INF = float("nan"), float("inf")
@@ -150,6 +155,10 @@ MESSAGE_CASES = [
     ("exp_table exponents", lambda: exp_table([-1e308], 10.0), ValueError, {}),  # e^-inf would be a silent 0
     ("exp_table exponents", lambda: exp_table([10**300], 1e10), ValueError, {}),
     ("exp_table powers", lambda: exp_table([800], 1.0), ValueError, {}),
+    ("row_where_heads_differ list", lambda: row_where_heads_differ([], 0), ShapeError, dict(value="[]")),
+    ("row_where_heads_differ shapes", lambda: row_where_heads_differ([[[1.0]], [[0.5, 0.5]]], 0), ShapeError,
+     dict(shapes=[(1, 1), (1, 2)])),
+    ("row_where_heads_differ prefer", lambda: row_where_heads_differ([[[1.0]]], 1), ValueError, dict(value=1, last=0)),
 ]
 
 
@@ -160,6 +169,24 @@ def test_each_message_is_its_template(key, call, error, fields):
 
 def test_every_template_is_tried():
     assert {case[0] for case in MESSAGE_CASES} == set(MESSAGES)
+
+
+def test_step_8_studies_the_row_where_the_heads_read_different_tokens():
+    """00a's Step 8: as given, the object's row (head 0 reads like, head 1 I); when its heads agree there (Try this 1:
+    head 1 finds the verb), the first row whose heads pick different tokens, each with most of its weight."""
+    ex = paper_example()
+    A = attention_trace(ex.x, ex.weights).attention
+    assert row_where_heads_differ(A, prefer=2) == 2
+    ex.weights.W_K[1][:] = [[0, 0], [1, 1], [0, 0], [1, 1]]  # head 1 reads the verb: both heads read like at row 2
+    A = attention_trace(ex.x, ex.weights).attention
+    assert [row.index(max(row)) for row in (A[0][2], A[1][2])] == [1, 1]
+    assert row_where_heads_differ(A, prefer=2) == 1  # like: head 0 reads I (0.94), head 1 itself (0.89)
+    assert row_where_heads_differ([A[0], A[0]], prefer=2) == 2  # one job twice: nowhere to differ
+    weights = [[[0.5, 0.5], [1.0, 0.0]], [[0.0, 1.0], [0.0, 1.0]]]  # row 0: head 0 has no clear pick (a tie)
+    assert row_where_heads_differ(weights, prefer=0) == 1
+    frozen = copy.deepcopy(weights)
+    row_where_heads_differ(weights, prefer=0)
+    assert weights == frozen
 
 
 def test_an_int_too_large_for_a_float_is_named_where_it_is():

@@ -32,6 +32,7 @@ integer_matrix(M)              whole-number floats back to ints, for printing
 score_differences(S)           the differences d = s - max(row) that occur
 exp_table(differences, scale)  rows (d, d * scale, e^(d * scale)) to print
 table_softmax(row, scale)      the softmax a student does with that table
+row_where_heads_differ(A, i)   the row where the heads read different tokens
 =============================  ==============================================
 """
 
@@ -42,8 +43,8 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..core.checks import ShapeError, all_finite, check_int, check_matrix, check_number, check_rows, check_vector, \
-    shorten, too_large
+from ..core.checks import ShapeError, all_finite, check_int, check_list, check_matrix, check_number, check_rows, \
+    check_vector, shorten, too_large
 from ..core.matrix import Matrix, Vector, finite, product
 from .lists_as_matrices import matmul  # noqa: F401 (for paper_example's doctest)
 from ..core.attention import MHAWeights
@@ -137,6 +138,31 @@ def raw_scores(Q: Matrix, K: Matrix) -> Matrix:  # (T, d_k), (T_k, d_k) -> (T, T
         return finite(product(Q, [list(column) for column in zip(*K)]), "the raw scores")  # Q @ K^T
     except OverflowError:  # a score past float64's range, or an int product too large for a float
         raise too_large("raw_scores", "the raw scores") from None
+
+
+def row_where_heads_differ(attention: Sequence[Matrix], prefer: int) -> int:  # h x (T, T_k) -> a row index
+    """The row where the heads read different tokens, each with more than half its weight on its pick: ``prefer``
+    if it is such a row, else the first one, else ``prefer`` (the heads agree everywhere). Notebook 00a's Step 8
+    gives that row's two jobs to one head.
+
+    >>> head_0 = [[0.9, 0.1], [0.8, 0.2]]  # reads token 0 in both rows
+    >>> head_1 = [[0.7, 0.3], [0.1, 0.9]]  # reads token 0, then token 1
+    >>> row_where_heads_differ([head_0, head_1], prefer=0)
+    1
+    >>> row_where_heads_differ([head_0, head_0], prefer=0)
+    0
+    """
+    check_list("row_where_heads_differ", "attention", attention, "heads' weights")
+    shapes = [check_matrix("row_where_heads_differ", f"attention[{h}]", A) for h, A in enumerate(attention)]
+    if len(set(shapes)) > 1:
+        raise ShapeError(f"row_where_heads_differ: the heads' weights have shapes {shapes}; every head's must be the "
+                         "same (one row per query, one column per key)")
+    check_int("row_where_heads_differ", "prefer", prefer)
+    if not 0 <= prefer < shapes[0][0]:
+        raise ValueError(f"row_where_heads_differ: prefer is {prefer}; a row is 0 to {shapes[0][0] - 1}")
+    rows = [i for i in range(shapes[0][0])
+            if len({A[i].index(max(A[i])) for A in attention}) > 1 and all(max(A[i]) > 0.5 for A in attention)]
+    return prefer if prefer in rows or not rows else rows[0]
 
 
 def integer_matrix(M: Sequence[Sequence[float]]) -> list[list[int]]:  # (n, m) -> (n, m)
