@@ -345,6 +345,16 @@ def test_01s_claim_about_the_books_punctuation():
         places = [i for i, c in enumerate(text) if c == mark]
         between = [i for i in places if 0 < i < len(text) - 1 and text[i - 1].isalpha() and text[i + 1] in " \n"]
         assert len(between) >= 0.99 * len(places), (mark, len(between), len(places))
+    from mha_lists import running_example  # and the trained rows: the marks alike, away from the letters a, i, u
+    book_example = running_example(trained=True)
+    row = {c: book_example.token_embeddings[book_example.vocab.index(c)] for c in ".,;:aiu"}
+
+    def cosine(a, b):
+        return math.fsum(x * y for x, y in zip(a, b)) / math.sqrt(math.fsum(x * x for x in a) * math.fsum(y * y for y in b))
+
+    among = [cosine(row[a], row[b]) for a in ".,;:" for b in ".,;:" if a < b]
+    across = [cosine(row[a], row[b]) for a in ".,;:" for b in "aiu"]
+    assert min(among) > 0.6 and max(abs(c) for c in across) < 0.2  # 0.63 to 0.83 against -0.12 to 0.17
 
 
 def test_guide_07b_answers_on_where_copying_stops():
