@@ -453,25 +453,28 @@ def test_02_06s_why_a_space_reads_itself():
     assert max(range(len(VOCAB)), key=match.__getitem__) == space
 
 
-def test_02_06s_where_the_stripe_breaks_a_space_reads_a_space_usually_itself():
-    """02-06, Try this 2, measured on ten sentences under the causal mask: every row of the trained head 0 whose
-    heaviest key is not the character before is a space's, and it reads a space; itself in 25 of 29 (a reader
-    found "a space usually reads itself" false on "the cat sat on a", where a space reads an earlier space)."""
+def test_02_06s_where_the_stripe_breaks_it_is_nearly_always_a_space_reading_a_space():
+    """02-06, Try this 2, measured on fifteen sentences under the causal mask: of the rows of the trained head 0
+    whose heaviest key is not the character before, 39 of 40 are a space reading a space, itself in 34 (readers
+    found "a space usually reads itself" false on "the cat sat on a", where a space reads an earlier space, and
+    "a space reads a space" false on "the cat sat on i", which ends on an i that reads an e)."""
     from mha_lists import attention_trace, causal_mask, running_example
     cells = json.loads((ROOT / "notebooks" / "02-06_the_layer_step_by_step.ipynb").read_text(encoding="utf-8"))["cells"]
-    assert "Where the stripe breaks, a space reads a space, usually itself" in " ".join(
+    assert "Where the stripe breaks, it is nearly always a space reading a space, usually itself" in " ".join(
         " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
     breaks = []  # (the query's token, the token it reads most, whether that is itself)
     for sentence in ("and god said", "the cat sat on a", "in the beginning", "let there be lig", "and it was so",
-                     "the lord is my s", "a b c d e f g h", "peter piper, pet", "hello world", "we read books"):
+                     "the lord is my s", "a b c d e f g h", "peter piper, pet", "hello world", "we read books",
+                     "the lord the lo", "the cat sat on i", "hello, hello.", "abcabcabcabc", "mary had a mary "):
         ex = running_example(trained=True, sentence=sentence)
         A = attention_trace(ex.x, ex.weights, mask=causal_mask(len(ex.tokens))).attention[0]
         for q in range(1, len(ex.tokens)):
             top = A[q].index(max(A[q]))
             if top != q - 1:
                 breaks.append((ex.tokens[q], ex.tokens[top], top == q))
-    assert breaks and all(token == read == "\u2423" for token, read, _ in breaks)
-    assert sum(itself for _, _, itself in breaks) > len(breaks) / 2  # 25 of 29
+    spaces = sum(token == read == "\u2423" for token, read, _ in breaks)
+    assert breaks and spaces >= 0.9 * len(breaks)  # 39 of 40
+    assert sum(itself for _, _, itself in breaks) > len(breaks) / 2
 
 
 def test_a_folded_cell_only_measures_or_lays_out_what_its_text_describes():

@@ -362,11 +362,12 @@ LEARNER_EDITS = {
         ["cache.K = 1 head of (5, 2)", "cache.K == causal.K: True, cache.V == causal.V: True",
          "token-by-token decoding == full causal pass, bit for bit: True"]),
     # 07b printed the texts with !r (a backslash before ') and put the caret by raw characters; now in plain quotes.
-    # Readers AM, AN, AO: their own sentences stopped copying with every head on, and 07b never said why.
+    # Readers AM, AN, AO: their own sentences stopped copying with every head on, and 07b never said why; now it
+    # prints the largest votes for and against the copy there (readers AT, AV, AX), and their sum, below 0.
     ("07b_a_model_that_read_a_book", "banana"): (
         'sentence = "and god, and god"', 'sentence = "banana banana"',
         ["every head    stops at once: copying says ' '",
-         "with every head on, the copy lost: 07d's vote table shows which parts of the model voted against it"]),
+         "with every head on, the copy lost: there ", " against it; all parts together -"]),  # the votes, as 07d's
     ("07b_a_model_that_read_a_book", "quotes-in-the-sentence"): (
         'sentence = "and god, and god"', 'sentence = \'I said "it\\\'s" ok\'', None),
 }
