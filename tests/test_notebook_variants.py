@@ -181,8 +181,9 @@ def refused_where_it_is_set(path, settings, start: str, where: str = "") -> str:
 
 
 # Other settings running_example accepts (num_kv_heads, d_k, d_v). The cells that count the matrices read each
-# one's own list (V's size is d_v's, not d_k's). 02-06 gives each query head its own K and V and refuses grouped-query attention in part
-# 02, where K and V are made (it raised a bare IndexError at K[h]), pointing to notebook 12.
+# one's own list (V's size is d_v's, not d_k's). 02-06 gives each query head its own K and V and refuses
+# grouped-query attention in part 02, where K and V are made (it raised a bare IndexError at K[h]), pointing to
+# notebook 12.
 SIZES = {
     ("02-06_the_layer_step_by_step", "d_k4-d_v12"): ({"d_k": 4, "d_v": 12}, [
         "Q: 2 heads, each 5 x 4", "K: 2 heads, each 5 x 4", "V: 2 heads, each 5 x 12"]),
