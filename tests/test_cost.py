@@ -56,6 +56,16 @@ def test_a_refused_call_counts_nothing():
     assert counter.counts == {} and counter.total == 0
 
 
+def test_a_product_past_the_work_limit_is_refused_before_it_is_made():
+    A = [[1.0] * 600] * 600  # 600^3 = 216 million multiply-adds: matmul's own limit is 200 million
+    with pytest.raises(ValueError, match=r"^matmul: these sizes take 216,000,000 multiply-adds; one call here does at most"):
+        MultiplyAddCounter().matmul("big", A, A)
+    counter = MultiplyAddCounter()
+    with pytest.raises(ValueError):
+        counter.matmul("big", A, A)
+    assert counter.counts == {}  # refused before the product: no work done, none counted
+
+
 # === The messages, each once, word for word ===
 
 

@@ -1524,6 +1524,10 @@ TWIN_ANSWERS = [
      "def my_adam_step(params, grads, m, v, t, lr):\n"
      "    new, state = adam_update(params, grads, AdamState(t - 1, m, v), lr=lr)\n"
      "    return new, state.m, state.v\n", "17_adam_check", "adam_update"),
+    # Found by a later red team: explained_weights's table of weights is softmax's, step by step.
+    ("04", "04_my_softmax", "from mha_lists.teaching.display import explained_weights\n"
+     "def my_softmax(row):\n    return explained_weights([row], ['q'], ['k'] * len(row)).M[0]\n",
+     "04_my_softmax_check", "explained_weights"),
 ]
 
 
@@ -1543,7 +1547,8 @@ def test_without_sets_functions_aside_and_always_puts_them_back():
     from mha_lists import softmax, softmax_rows
     with pytest.raises(RuntimeError, match="^calls the library's softmax_rows; the exercise asks for your own$"):
         with exercises_module.without("softmax", "softmax_rows"):
-            assert exercises_module.FORBIDDEN == ["softmax", "core.softmax_and_masks.softmax_of_rows", "softmax_rows"]
+            assert exercises_module.FORBIDDEN == ["softmax", "core.softmax_and_masks.softmax_of_rows",
+                                                  "teaching.display.explained_weights", "softmax_rows"]
             softmax_rows([[0.0]])
     assert softmax([0.0]) == [1.0] and softmax_rows([[0.0]]) == [[1.0]] and exercises_module.FORBIDDEN == []
     for bad in ("no_such_function", "teaching.nowhere.f", "VOCAB"):
@@ -1551,6 +1556,54 @@ def test_without_sets_functions_aside_and_always_puts_them_back():
             with exercises_module.without(bad):
                 pass
     assert exercises_module.FORBIDDEN == []
+
+
+def test_without_puts_back_each_functions_own_code_when_blocks_nest_or_threads_overlap():
+    # Found by red-teaming: thread A entered, thread B entered (saving A's trap as the "original"), A left, B
+    # left, and the library's softmax raised for good.
+    import threading
+    from mha_lists import softmax
+    own = softmax.__code__
+    with exercises_module.without("softmax"):
+        with exercises_module.without("softmax"):
+            pass
+        with pytest.raises(RuntimeError):
+            softmax([0.0])  # the inner block's end leaves the outer block's trap in place
+    inside, leave, first_done = threading.Event(), threading.Event(), threading.Event()
+
+    def block(first: bool):
+        with exercises_module.without("softmax"):
+            if first:
+                inside.set()
+                leave.wait(5)
+            else:
+                first_done.wait(5)  # leaves only after the first block has left
+
+    threads = [threading.Thread(target=block, args=(True,)), threading.Thread(target=block, args=(False,))]
+    threads[0].start()
+    inside.wait(5)
+    threads[1].start()  # enters while the first block is open: it waits for it
+    leave.set()
+    threads[0].join(5)
+    first_done.set()
+    threads[1].join(5)
+    assert not any(thread.is_alive() for thread in threads)
+    assert softmax.__code__ is own and softmax([0.0]) == [1.0] and exercises_module.FORBIDDEN == []
+
+
+def test_a_notebook_that_rebinds_the_graders_names_still_cannot_call_the_librarys_function():
+    # Found by red-teaming: the learner's process looked up _library_function in this module each time it set
+    # functions aside, so an answer cell that rebound it made every trap a no-op, and earned full points.
+    cheat = submitted(TEACHER_04)
+    for cell in cheat["cells"]:
+        if _grade_id(cell) == "04_my_softmax":
+            cell["source"] = ("import mha_lists.tools.exercises as E\n"
+                              "E._library_function = lambda name: (lambda *args, **kwargs: None)\n"
+                              "E.TWINS = {}\n"
+                              "def my_softmax(row):\n    return softmax(row)\n")
+    result = score(cheat, TEACHER_04)
+    assert result.failed == {"04_my_softmax_check": "RuntimeError: calls the library's softmax; the exercise asks "
+                                                    "for your own"}
 
 
 def test_exercise_of_names_a_bad_argument():

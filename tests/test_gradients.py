@@ -437,6 +437,14 @@ def test_weights_softmax_could_not_make_are_refused():
         refused("softmax_jacobian", lambda: softmax_jacobian(p))
 
 
+def test_a_jacobian_past_a_masks_largest_side_is_refused():
+    from mha_lists.core.softmax_and_masks import MAX_MASK_SIDE
+    n = MAX_MASK_SIDE + 1
+    with pytest.raises(ValueError, match=rf"^softmax_jacobian: p has {n:,} weights; its Jacobian is n x n, so at most"):
+        softmax_jacobian([1.0 / n] * n)
+    assert len(softmax_jacobian([1.0 / 64] * 64)) == 64
+
+
 def test_values_past_float_range_in_p_are_refused_by_name():
     # math.fsum(p) overflows while checking that p adds up to 1: a named error, not a raw OverflowError.
     refused("softmax_backward", lambda: softmax_backward([1e308, 1e308], [1.0, 2.0]))

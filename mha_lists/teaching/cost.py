@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..core.checks import ShapeError, check_matrix, check_positive_int, shorten, too_large
 from ..core.attention import step_counts
-from ..core.matrix import Matrix, finite, product
+from ..core.matrix import MAX_WORK, Matrix, finite, product, too_much_work
 
 __all__ = ["MultiplyAddCounter"]
 
@@ -44,6 +44,8 @@ class MultiplyAddCounter:
         m_B, p = check_matrix("matmul", "B", B)
         if m != m_B:
             raise ShapeError(f"matmul: A is {n}x{m} and B is {m_B}x{p}; A's columns ({m}) must equal B's rows ({m_B})")
+        if n * m * p > MAX_WORK:  # as matmul refuses it, before any product is made
+            raise too_much_work("matmul", n * m * p)
         self.counts[step] = self.counts.get(step, 0) + n * m * p
         try:
             return finite(product(A, B), "the products of A and B")

@@ -12,6 +12,7 @@ import math
 from ..core.checks import ShapeError, check_vector, shorten, too_large
 from ..core.gradients import softmax_rows_backward
 from ..core.matrix import Matrix, Vector, finite
+from ..core.softmax_and_masks import MAX_MASK_SIDE
 
 __all__ = ["entropy", "softmax_backward", "softmax_jacobian"]
 
@@ -62,5 +63,8 @@ def softmax_jacobian(p: Vector) -> Matrix:  # (n,) -> (n, n)
     >>> softmax_jacobian([0.5, 0.5])
     [[0.25, -0.25], [-0.25, 0.25]]
     """
-    check_weight_row("softmax_jacobian", "p", p)
+    n = check_weight_row("softmax_jacobian", "p", p)
+    if n > MAX_MASK_SIDE:  # the Jacobian has n * n entries, as a mask of n tokens has
+        raise ValueError(f"softmax_jacobian: p has {n:,} weights; its Jacobian is n x n, so at most "
+                         f"{MAX_MASK_SIDE:,} here (a mask's largest side)")
     return [[p_i * ((1.0 if i == j else 0.0) - p_j) for j, p_j in enumerate(p)] for i, p_i in enumerate(p)]

@@ -114,8 +114,13 @@ score(nb, teacher, timeout, term,      Score(earned, possible, failed): runs the
 An exercise that asks for a function the library has (``my_softmax``, ``concat``,
 ``my_attention``, ``my_softmax_backward``, ``cross_entropy_gradient``, ``my_adam_step``) runs the
 student's answer in its hidden test inside ``without(...)``: an answer that calls the library's own
-function fails that check, under ``score`` (the learner's process sets the function aside while the
-answer runs) and under nbgrader alike.
+function, or another of the library's functions that computes the same answer (``TWINS``), fails that
+check. Under ``score`` the learner's process sets the functions aside while the answer runs, with what
+it found before the notebook's code ran (``learner_without``), so rebinding the module's names does not
+undo it. It raises the bar, no more. An answer can still copy the library's code, or its code object
+(``types.FunctionType``); put a function's own code back while it runs (``__code__``); or reload the
+module that holds it. Under nbgrader, the learner's cells and the checks share one kernel, so an
+answer can also switch ``without`` off there.
 
 The limit: both processes run as the user who runs ``score``. What the hook does not stop: a
 copy of the teacher's notebooks anywhere else on the machine (a backup, mutmut's mutants/ in a
@@ -948,7 +953,8 @@ del guard
 sys.path.append(sys.argv[1])  # the package, after the standard library
 import site  # site-packages, and any .pth file in them, only now that the hook is there
 site.main()
-from mha_lists.tools.exercises import without
+from mha_lists.tools.exercises import learner_without
+without = learner_without()  # every function a check may set aside, found before the notebook's code runs
 
 
 def serve(refusals, without):
@@ -1352,11 +1358,12 @@ def hidden_seed(task: str, default: int) -> int:
     return int.from_bytes(hmac.new(term.encode(), task.encode(), hashlib.sha256).digest()[:6], "big")
 
 
-# A function an exercise asks for -> the unchecked arithmetic it runs (one_head: every head of attention,
-# multi_head_attention and attention_trace, through head_loop and trace_layer).
+# A function an exercise asks for -> the other functions of the library that compute the same answer: the
+# unchecked arithmetic it runs (one_head: every head of attention, multi_head_attention and attention_trace,
+# through head_loop and trace_layer), and explained_weights, whose table of weights is softmax's, step by step.
 TWINS = {
-    "softmax": ("core.softmax_and_masks.softmax_of_rows",),
-    "softmax_rows": ("core.softmax_and_masks.softmax_of_rows",),
+    "softmax": ("core.softmax_and_masks.softmax_of_rows", "teaching.display.explained_weights"),
+    "softmax_rows": ("core.softmax_and_masks.softmax_of_rows", "teaching.display.explained_weights"),
     "concat_heads": ("core.matrix.joined",),
     "attention": ("core.attention.one_head",),
     "multi_head_attention": ("core.attention.one_head",),
@@ -1366,6 +1373,7 @@ TWINS = {
     "teaching.model.adam_step": ("teaching.model.adam_update",),
 }
 FORBIDDEN: list[str] = []  # inside ``without``: the library functions named (score hands them to the learner's process)
+_ASIDE = threading.RLock()  # one block sets functions aside at a time, in a process: another thread waits for it
 
 
 def _library_function(name: str) -> Any:
@@ -1378,6 +1386,24 @@ def _library_function(name: str) -> Any:
     if not callable(function) or not hasattr(function, "__code__") or function.__code__.co_freevars:
         raise ValueError(f"without: {shorten(name)} is not a function of mha_lists that can be set aside")
     return function
+
+
+@contextlib.contextmanager
+def _set_aside(functions: dict[str, Any], lock: Any) -> Any:
+    """Inside, each function of ``functions`` (name -> function) raises when called, in every thread; after,
+    each has its own code back. Blocks nest, and a second thread's block waits for the first to end."""
+    with lock:
+        saved = [(function, function.__code__) for function in functions.values()]
+        try:
+            for name, function in functions.items():
+                trap: dict = {}
+                exec(f"def f(*args, **kwargs):\n    raise RuntimeError(\"calls the library's {name.rpartition('.')[2]}; "
+                     f"the exercise asks for your own\")", trap)
+                function.__code__ = trap["f"].__code__
+            yield
+        finally:
+            for function, code in reversed(saved):
+                function.__code__ = code
 
 
 @contextlib.contextmanager
@@ -1397,24 +1423,48 @@ def without(*names: str) -> Any:
     >>> softmax([0.0])
     [1.0]
 
-    Each function's unchecked twin (``TWINS``: the arithmetic it runs once its arguments are checked) is set
-    aside with it: the same answer under another name.
+    Each function's twins (``TWINS``: the library's other ways to the same answer) are set aside with it. The
+    functions raise in every thread while a block is open; a block in a second thread waits for the first.
     """
     names = tuple(dict.fromkeys(part for name in names for part in (name, *TWINS.get(name, ()))))
-    functions = [_library_function(name) for name in names]
-    saved = [function.__code__ for function in functions]
-    FORBIDDEN[:] = names
-    try:
-        for function, name in zip(functions, names):
-            trap: dict = {}
-            exec(f"def f(*args, **kwargs):\n    raise RuntimeError(\"calls the library's {name.rpartition('.')[2]}; "
-                 f"the exercise asks for your own\")", trap)
-            function.__code__ = trap["f"].__code__
-        yield
-    finally:
-        for function, code in zip(functions, saved):
-            function.__code__ = code
-        FORBIDDEN.clear()
+    functions = {name: _library_function(name) for name in names}
+    with _ASIDE:
+        FORBIDDEN[:] = names
+        try:
+            with _set_aside(functions, _ASIDE):
+                yield
+        finally:
+            FORBIDDEN.clear()
+
+
+def learner_without() -> Any:
+    """``without`` as ``score``'s learner process uses it: every function a check may set aside (each in
+    ``TWINS``) is found now, before the notebook's code runs, and held here with what sets it aside. So a
+    notebook that rebinds this module's names (``_library_function``, ``TWINS``, ``_set_aside``) or a
+    module's functions changes nothing: the functions set aside are the library's own.
+
+    >>> from mha_lists import softmax
+    >>> aside = learner_without()
+    >>> with aside("softmax"):
+    ...     softmax([0.0])
+    Traceback (most recent call last):
+    ...
+    RuntimeError: calls the library's softmax; the exercise asks for your own
+    """
+    twins = {name: tuple(parts) for name, parts in TWINS.items()}
+    functions = {name: _library_function(name) for key, parts in twins.items() for name in (key, *parts)}
+    set_aside, lock = _set_aside, _ASIDE
+
+    @contextlib.contextmanager
+    def without_in_learner(*names: str) -> Any:
+        named = tuple(dict.fromkeys(part for name in names for part in (name, *twins.get(name, ()))))
+        unknown = [name for name in named if name not in functions]
+        if unknown:
+            raise ValueError(f"without: {shorten(unknown[0])} is not a function a check may set aside (TWINS)")
+        with set_aside({name: functions[name] for name in named}, lock):
+            yield
+
+    return without_in_learner
 
 
 def exercise_of(nb: dict, teachers: dict[str, dict]) -> str:
