@@ -646,7 +646,13 @@ def test_the_circuit_says_when_there_is_no_copy_to_make():
     # at 4 'b' the induction head reads itself; the previous-token head there reads 'a', not 'b'
     picture = induction_circuit(ABXAB, PREVIOUS, INDUCTION, 4)
     assert picture.text.endswith("3 does not hold the query's token 'b' before 4: no copy to hand on here")
-    assert "no copy here" in " ".join(texts(parse(picture)))
+    assert "the previous-token head at 'b' reads 'a', not 'b': no copy here" in texts(parse(picture))
+    # A tester's sentence of 'a's and spaces: where the previous-token head at k reads k itself, the verdict
+    # said "the token before ' ' is not 'a'", though an 'a' stood before it. It says what the head read.
+    itself = [row[:] for row in PREVIOUS]
+    itself[1] = [0, 1, 0, 0, 0]  # at 1 'b', the previous-token head reads itself
+    picture = induction_circuit(ABXAB, itself, INDUCTION, 3)  # at 3 'a', the induction head reads 1 'b'
+    assert "the previous-token head at 'b' reads itself, not the token before it: no copy here" in texts(parse(picture))
 
 
 def test_the_circuit_names_spaces_and_keeps_its_arguments():

@@ -667,6 +667,14 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
     said += (f"{p} holds {shown[p]!r}, the query's token: {shown[k]!r} followed {shown[p]!r} last time, so the circuit "
              f"predicts {shown[k]!r}" if copies else
              f"{p} does not hold the query's token {shown[query]!r} before {k}: no copy to hand on here")
+    if copies:
+        verdict = (f"{shown[p]!r} came before {shown[k]!r}, and {shown[query]!r} is here now: the circuit predicts "
+                   f"{shown[k]!r} next")
+    elif p >= k:  # the previous-token head at k reads k itself (or, unmasked, a later token)
+        verdict = (f"the previous-{unit} head at {shown[k]!r} reads {'itself' if p == k else 'a later ' + unit}, "
+                   f"not the {unit} before it: no copy here")
+    else:
+        verdict = f"the previous-{unit} head at {shown[k]!r} reads {shown[p]!r}, not {shown[query]!r}: no copy here"
     text = f"{func}: {said}"
 
     box, gap, side = 26.0, 6.0, 30.0
@@ -708,9 +716,6 @@ def induction_circuit(tokens: Sequence[str], previous: Matrix, induction: Matrix
                 f"previous-{unit} head: {shown[k]!r} reads {shown[p]!r} ({previous[k][p]:.2f})")
     body += arc(query, k, False, "#0072B2",
                 f"induction head: {shown[query]!r} reads {shown[k]!r} ({induction[query][k]:.2f})")
-    verdict = (f"{shown[p]!r} came before {shown[k]!r}, and {shown[query]!r} is here now: the circuit predicts "
-               f"{shown[k]!r} next" if copies else
-               f"the {unit} before {shown[k]!r} is not {shown[query]!r}: no copy here")
     body.append(_text(width / 2, height - 14, verdict, anchor="middle", size=13, weight="bold", fill="#333333"))
     desc = (f"The sentence as a row of boxes. Above it, an orange arc: where the previous-{unit} head reads from "
             f"key k. Below it, a blue arc: where the induction head reads from the query. {text}")
