@@ -182,8 +182,8 @@ def refused_where_it_is_set(path, settings, start: str, where: str = "") -> str:
 
 # Other settings running_example accepts (num_kv_heads, d_k, d_v). The cells that count the matrices read each
 # one's own list (V's size is d_v's, not d_k's). 02-06 gives each query head its own K and V and refuses
-# grouped-query attention in part 02, where K and V are made (it raised a bare IndexError at K[h]), pointing to
-# notebook 12.
+# grouped-query attention in the cell that builds its example (it raised a bare IndexError at K[h]), pointing
+# to notebook 12.
 SIZES = {
     ("02-06_the_layer_step_by_step", "d_k4-d_v12"): ({"d_k": 4, "d_v": 12}, [
         "Q: 2 heads, each 5 x 4", "K: 2 heads, each 5 x 4", "V: 2 heads, each 5 x 12"]),
@@ -198,8 +198,7 @@ def test_the_counts_follow_num_kv_heads_d_k_and_d_v(stem, name):
     settings, claims = SIZES[stem, name]
     path = ROOT / "notebooks" / f"{stem}.ipynb"
     if claims is None:
-        message = refused_where_it_is_set(path, settings, "notebook 02-06 needs num_kv_heads == num_heads",
-                                          where="K = [matmul(x, W) for W in weights.W_K]")  # part 02, where K is made
+        message = refused_where_it_is_set(path, settings, "notebook 02-06 needs num_kv_heads == num_heads")
         assert f"num_kv_heads={settings['num_kv_heads']} shares each K and V" in message and "notebook 12" in message
         return
     shown = "".join(cell_texts(cell) for cell in check_variant(path, settings).cells)

@@ -278,6 +278,21 @@ def test_k_composition_is_the_cosine_for_rank_one_circuits():
         assert pair.score == pytest.approx(cosine, abs=1e-15)
 
 
+def test_k_composition_reaches_1_only_at_rank_one_and_identities_score_one_over_sqrt_n():
+    """07c: the score is at most 1, reached only by rank-one circuits; two identity matrices of size n score
+    1/sqrt(n), whatever they agree on (a reader's run: 0.204 at n = 24, the untrained models' mean)."""
+    for n in (2, 5, 24):
+        eye = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+        score = circuits.frobenius(eye) / (circuits.frobenius(eye) * circuits.frobenius(eye))  # I I^T = I
+        assert math.isclose(score, 1 / math.sqrt(n), rel_tol=1e-15)
+    rng = random.Random(0)
+    for _ in range(200):  # ||A B^T|| <= ||A|| ||B||, for any two matrices of one width
+        A = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(3)]
+        B = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(3)]
+        AB = [[math.fsum(a * b for a, b in zip(ra, rb)) for rb in B] for ra in A]
+        assert circuits.frobenius(AB) <= circuits.frobenius(A) * circuits.frobenius(B) * (1 + 1e-12)
+
+
 def test_a_head_that_copies_gives_every_token_back():
     I = eye(V)
     layer = MHAWeights([I], [I], [I], I)
@@ -451,6 +466,48 @@ def test_votes_split_the_logit_difference_among_the_parts_of_the_stream():
 def test_votes_names_what_is_wrong(args, message):
     with pytest.raises((ValueError, TypeError), match=re.escape(message)):
         reading.votes(reading.trained_model(), *args)
+
+
+def test_key_parts_split_a_layer_1_score_among_the_parts_of_the_stream():
+    # By hand: a two-layer model whose layer-1 head has W_Q = W_K = identity; the token rows are e_0, e_1, ...
+    trained = reading.trained_model()
+    text = "and god, and god"
+    trace = run(trained, reading.encode(text))
+    for head in range(len(trained.layers[1].W_Q)):
+        for query in range(len(text)):
+            parts = reading.key_parts(trained, text, head, query)
+            assert [p.part for p in parts] == ["the character itself", "L0H0", "L0H1", "L0H2"]
+            assert all(len(p.scores) == query + 1 for p in parts)
+            for j in range(query + 1):  # the split is exact: the terms add up to the score the model computes
+                assert math.isclose(math.fsum(p.scores[j] for p in parts), trace.layers[1].scores[head][query][j],
+                                    rel_tol=1e-9, abs_tol=1e-12)
+    # 07c's default: at the last 'd', the score peaks at the ',' after the first "god", and L0H0's part decides
+    parts = reading.key_parts(trained, text, 1, 15)
+    score = [math.fsum(p.scores[j] for p in parts) for j in range(16)]
+    best = score.index(max(score))
+    assert text[best] == "," and max(parts, key=lambda p: p.scores[best]).part == "L0H0"
+    assert parts[1].scores[best] > 0.8 * score[best]  # "nearly all of it comes from what L0H0 wrote"
+    # the instructor guide's answer for 07c's Try this ("in the beginning"): the last 'g' scores the 'i' after
+    # the earlier 'g' highest, +8.7, of which +7.4 from what L0H0 wrote there
+    parts = reading.key_parts(trained, "in the beginning", 1, 15)
+    score = [math.fsum(p.scores[j] for p in parts) for j in range(16)]
+    assert score.index(max(score)) == 10 and f"{score[10]:+.1f}" == "+8.7" and f"{parts[1].scores[10]:+.1f}" == "+7.4"
+    # switching L0H0 off leaves its part at 0
+    off = reading.key_parts(reading.without(trained, 0, 0), text, 1, 15)
+    assert off[1].scores == [0.0] * 16
+
+
+@pytest.mark.parametrize("args, message", [
+    (("", 1, 0), "key_parts: text has 0 characters; the model reads 1 to"),
+    (("ab", 2, 0), "key_parts: head is 2; layer 1 has heads 0 to 1"),
+    (("ab", -1, 0), "key_parts: head is -1; layer 1 has heads 0 to 1"),
+    (("ab", 1, 2), "key_parts: query is 2; text has positions 0 to 1"),
+    (("ab", 1.0, 0), "key_parts: head must be an int"),
+    ((5, 1, 0), "key_parts: text must be a str"),
+])
+def test_key_parts_names_what_is_wrong(args, message):
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        reading.key_parts(reading.trained_model(), *args)
 
 
 def test_copying_never_prints_a_probability_as_zero():

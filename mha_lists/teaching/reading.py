@@ -42,6 +42,8 @@ generate                           the model writing, greedy or sampled
 without, copying                   a head switched off; how long the writing copies
 votes, Vote                        why it favours one next character over another: each
                                    head's share of the logit difference
+key_parts, KeyPart                 why a layer-1 head scores each key as it does: each part
+                                   of the stream its keys read (K-composition on a text)
 trained_run, trained_model         the shipped run and its model (tools/read_text.py trains it)
 read, head_jobs                    every head's attention on a text, and what each does there
 =================================  ===================================================
@@ -580,6 +582,59 @@ def votes(model: Model, text: str, a: str, b: str) -> list[Vote]:
     if model.b_U is not None:
         ballot.append(Vote("b_U", model.b_U[ia] - model.b_U[ib]))
     return ballot
+
+
+class KeyPart(NamedTuple):
+    """One part of the rows a layer-1 head's keys read, and its term of one query's score for each key."""
+    part: str  # "the character itself" (its embedding), or "L0H{g}" (what layer-0 head g wrote there)
+    scores: list[float]  # its term of the score, for keys 0 to the query
+
+
+def key_parts(model: Model, text: str, head: int, query: int) -> list[KeyPart]:
+    """Why layer 1's head ``head``, at position ``query`` of ``text``, scores each key as it does: split into
+    the parts of the rows its keys read.
+
+    Layer 1 reads the residual stream: at position j, the character's embedding plus what each layer-0
+    head wrote there (its row of the head's output times its block of W_O). A key is that row times W_K, so
+    the score q . k_j / sqrt(d_k) splits exactly into one term per part, and the terms add up to the score
+    (to rounding). A term that favours one key is a part of the stream the head's keys read: K-composition
+    at work on one sentence.
+
+    >>> parts = key_parts(trained_model(), "and god, and god", 1, 14)
+    >>> [p.part for p in parts]
+    ['the character itself', 'L0H0', 'L0H1', 'L0H2']
+    >>> max(range(15), key=lambda j: parts[1].scores[j])  # the 'd' after the first 'o': L0H0 wrote 'o' there
+    6
+    """
+    _check_text("key_parts", model, text)
+    if len(model.layers) < 2:
+        raise ValueError(f"key_parts: model has {len(model.layers)} layer; layer 1's keys need two or more")
+    num_heads = len(model.layers[1].W_Q)
+    if check_int("key_parts", "head", head) < 0 or head >= num_heads:
+        raise ValueError(f"key_parts: head is {quote_int(head)}; layer 1 has heads 0 to {num_heads - 1}")
+    if check_int("key_parts", "query", query) < 0 or query >= len(text):
+        raise ValueError(f"key_parts: query is {quote_int(query)}; text has positions 0 to {len(text) - 1}")
+    if not model.residual or model.positions != "queries and keys":
+        raise ValueError("key_parts: model must add each layer's output to its stream (residual=True) and add "
+                         "positions only to layer 0's queries and keys, as the model of the book does")
+    w0, w1 = model.layers[:2]
+    W_K = w1.W_K[head * len(w1.W_K) // num_heads]  # the key head this query head reads
+    d_v = len(w0.W_V[0][0])
+    try:
+        trace = run(model, encode(text))
+        q = trace.layers[1].Q[head][query]
+        c = 1 / math.sqrt(len(q)) if model.scale is None else model.scale
+
+        def term(rows: Matrix) -> list[float]:  # q . (row W_K) * c, for each key's row
+            return [c * math.fsum(a * b for a, b in zip(q, k)) for k in product(rows, W_K)]
+
+        parts = [KeyPart("the character itself", term(trace.streams[0][:query + 1]))]
+        for g, out in enumerate(trace.layers[0].head_outputs):
+            written = product(out[:query + 1], w0.W_O[g * d_v:(g + 1) * d_v])  # what head g wrote at each key
+            parts.append(KeyPart(f"L0H{g}", term(written)))
+    except (OverflowError, ValueError) as error:
+        raise too_large("key_parts", error) from None
+    return parts
 
 
 # === The shipped run ===
