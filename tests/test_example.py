@@ -182,6 +182,22 @@ def test_every_public_function_leaves_its_arguments_alone(call, args, kwargs):
     assert_no_mutation(call, *args, **kwargs)
 
 
+def test_require_standard_heads_names_the_setting_it_refuses():
+    for settings in ({}, {"num_heads": 16}, {"d_model": 24, "num_heads": 3}, {"d_k": 8, "d_v": 8}):
+        assert running_example(**settings).require_standard_heads("09") is None
+    with pytest.raises(ValueError, match=r"^notebook 09 needs num_kv_heads == num_heads \(2\), got num_kv_heads=1: "):
+        running_example(num_kv_heads=1).require_standard_heads("09")
+    running_example(num_kv_heads=1).require_standard_heads("12", kv_per_head=False)  # 12 shares K and V itself
+    for settings, got in (({"d_k": 3, "d_v": 5}, "d_k=3, d_v=5"), ({"d_k": 4}, "d_k=4, d_v=8"),
+                          ({"num_heads": 3, "d_k": 5, "d_v": 5}, "d_k=5, d_v=5")):
+        with pytest.raises(ValueError, match=rf"^notebook 13 needs d_k == d_v == d_model / num_heads \(.*\), got {got}: "):
+            running_example(**settings).require_standard_heads("13", kv_per_head=False)
+    with pytest.raises(TypeError, match=r"^require_standard_heads: notebook must be a str"):
+        running_example().require_standard_heads(9)
+    with pytest.raises(TypeError, match=r"^require_standard_heads: kv_per_head must be True or False"):
+        running_example().require_standard_heads("09", kv_per_head=1)
+
+
 def test_the_example_is_not_shared_between_calls():
     ex = running_example()
     ex.x[0][0] = 99.0

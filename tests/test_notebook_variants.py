@@ -212,6 +212,26 @@ def test_the_trained_sentences_fit_the_trained_model():
         assert len(running_example(**settings).tokens) == len(settings["sentence"])
 
 
+# Found by red-teaming: with settings running_example accepts, num_kv_heads=1 or d_k=3, d_v=5, these notebooks
+# raised a bare IndexError (07a, 09, 13), named a head count nobody typed (10, 11: "cannot be cut into 6
+# blocks"), or printed False against their own text (11, 12, 13, 15). Each now refuses them where the
+# example is built, naming the setting. Notebook 12 shares K and V itself, so it takes any num_kv_heads.
+STANDARD_HEADS = {"07a": "07a_floating_point", "09": "09_cross_attention", "10": "10_shapes_views_strides",
+                  "11": "11_cost", "12": "12_mqa_gqa_kv_cache", "13": "13_initialisation_and_scale",
+                  "15": "15_head_sizes_and_pytorch_defaults"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", sorted(STANDARD_HEADS))
+def test_other_head_sizes_are_refused_where_the_example_is_built(number):
+    path = ROOT / "notebooks" / f"{STANDARD_HEADS[number]}.ipynb"
+    message = refused_where_it_is_set(path, {"d_k": 3, "d_v": 5}, f"notebook {number} needs d_k == d_v == d_model / num_heads")
+    assert "got d_k=3, d_v=5" in message and "notebook 15" in message
+    if number != "12":
+        message = refused_where_it_is_set(path, {"num_kv_heads": 1}, f"notebook {number} needs num_kv_heads == num_heads")
+        assert "got num_kv_heads=1" in message and "notebook 12" in message
+
+
 # Notebooks 07b, 07c and 07d set plain variables in their first code cell (sentence, count; 07b and 07d
 # length; 07c and 07d seed; 07d prompt and temperature): a learner's edits.
 READ_A_BOOK = ROOT / "notebooks" / "07b_a_model_that_read_a_book.ipynb"

@@ -195,6 +195,33 @@ class Example(NamedTuple):
         """The same example with some settings changed: ``ex.rebuild(bias=True)``."""
         return running_example(**{**self.settings, **changes})
 
+    def require_standard_heads(self, notebook: str, *, kv_per_head: bool = True) -> None:
+        """Refuse, naming the setting, heads other than the ones ``notebook``'s formulas are written for: a K
+        and a V for every query head (``num_kv_heads == num_heads``; not checked with ``kv_per_head=False``),
+        and ``d_k == d_v == d_model / num_heads``. Notebook 12 shares K and V among heads; notebook 15 sizes
+        heads in other ways.
+
+        >>> running_example(num_kv_heads=1).require_standard_heads("09")
+        Traceback (most recent call last):
+        ...
+        ValueError: notebook 09 needs num_kv_heads == num_heads (2), got num_kv_heads=1: its formulas give every head its own K and V (notebook 12 shares them)
+        >>> running_example(d_k=3, d_v=5).require_standard_heads("13")
+        Traceback (most recent call last):
+        ...
+        ValueError: notebook 13 needs d_k == d_v == d_model / num_heads (8), got d_k=3, d_v=5: its formulas cut d_model into num_heads equal heads (notebook 15 sizes heads in other ways)
+        """
+        check_type("require_standard_heads", "notebook", notebook, str, "a str (the notebook's number)")
+        check_type("require_standard_heads", "kv_per_head", kv_per_head, bool, "True or False")
+        if kv_per_head and self.num_kv_heads != self.num_heads:
+            raise ValueError(f"notebook {notebook} needs num_kv_heads == num_heads ({self.num_heads}), got "
+                             f"num_kv_heads={self.num_kv_heads}: its formulas give every head its own K and V "
+                             f"(notebook 12 shares them)")
+        width = self.d_model // self.num_heads
+        if self.num_heads * width != self.d_model or self.d_k != width or self.d_v != width:
+            raise ValueError(f"notebook {notebook} needs d_k == d_v == d_model / num_heads ({self.d_model / self.num_heads:g}), "
+                             f"got d_k={self.d_k}, d_v={self.d_v}: its formulas cut d_model into num_heads equal heads "
+                             f"(notebook 15 sizes heads in other ways)")
+
 
 def running_example(
     *,
