@@ -932,6 +932,16 @@ def test_a_notebook_that_exits_scores_what_ran_before():
     assert result.earned == result.possible, "an error in a cell of the learner's is that cell's only"
 
 
+def test_a_notebook_that_writes_a_line_past_the_limit_to_the_graders_channel_scores_what_ran_before():
+    # a cell writes past the grader's line limit straight to the channel: the grader stops reading, not its memory
+    flood = insert_before("04_causal_check", code_cell(
+        "import os\nos.write(1, b'x' * 1024)\nfor _ in range(60):\n    os.write(1, b'x' * 1_000_000)"))
+    result = score(tampered(flood), TEACHER_04)
+    assert result.earned == POINTS_04["04_my_softmax_check"]
+    assert result.failed == {"04_causal_check": "did not run: the notebook wrote a line of more than 50,000,000 "
+                                                "characters to the grader's channel (far larger than any answer)"}
+
+
 @pytest.mark.parametrize("call, error, start", [
     (lambda: score({"cells": []}, TEACHER_04), NotebookError, "score: nb "),
     (lambda: score(TEACHER_04, {**TEACHER_04, "metadata": None}), NotebookError, "score: teacher "),
@@ -1604,6 +1614,18 @@ def test_a_notebook_that_rebinds_the_graders_names_still_cannot_call_the_library
     result = score(cheat, TEACHER_04)
     assert result.failed == {"04_my_softmax_check": "RuntimeError: calls the library's softmax; the exercise asks "
                                                     "for your own"}
+
+
+def test_an_answer_far_too_large_earns_nothing_and_costs_no_other_task():
+    # Found by red-teaming: an answer of 10**7 floats took 591 MB in the grader and ran into the time limit,
+    # which also took the next, correct check's points.
+    cheat = submitted(TEACHER_04)
+    for cell in cheat["cells"]:
+        if _grade_id(cell) == "04_my_softmax":
+            cell["source"] = "def my_softmax(row):\n    return [0.0] * 10**7\n"
+    result = score(cheat, TEACHER_04)
+    assert result.failed == {"04_my_softmax_check": "my_softmax returned more than 1,000,000 lists and numbers"}
+    assert result.earned == result.possible - 2
 
 
 def test_exercise_of_names_a_bad_argument():

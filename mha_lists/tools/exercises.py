@@ -32,7 +32,10 @@ BEGIN line), every hidden-tests region removed, outputs and execution counts cle
    teacher's (hidden tests included), in a second process (below); outputs stored in the file
    are ignored;
 3. a check cell earns its points when it runs without an error. Anything else is 0 points, with
-   the error's first line as the reason.
+   the error's first line as the reason. An answer of more than a million lists and numbers earns
+   nothing (it is refused before it is sent), and a notebook that writes a line of more than
+   ``MAX_LINE`` characters to the grader's channel is stopped there, so neither fills the grader's
+   memory.
 
 The learner's code and the checks never share a process. The notebook's cells run in one
 Python; the teacher's setup cells (as the teacher wrote them) and checks run in another, started
@@ -962,6 +965,18 @@ def serve(refusals, without):
     loads, dumps, unpickle, b64decode = json.loads, json.dumps, pickle.loads, base64.b64decode
     quiet, quiet_err, StringIO = contextlib.redirect_stdout, contextlib.redirect_stderr, io.StringIO
     namespace = {"__name__": "__main__"}
+    is_a, containers, most = isinstance, (list, tuple, dict), 1_000_000  # MAX_ANSWER_ITEMS
+
+    def oversized(value):  # more than `most` lists, numbers and keys in an answer, counted without recursion
+        stack, count = [value], 0
+        while stack:
+            item = stack.pop()
+            count += 1
+            if count > most:
+                return True
+            if is_a(item, containers):
+                stack.extend(item)
+        return False
 
     def first_line(e):
         try:
@@ -987,10 +1002,13 @@ def serve(refusals, without):
                     count, last = refusals()
                     if count != before:  # refused, and the answer caught it: still refused
                         raise PermissionError(last)
-                    try:
-                        answer["result"] = loads(dumps(result))
-                    except (TypeError, ValueError):
-                        answer["error"] = f"{job['call']} returned a {type(result).__name__}, not numbers and lists"
+                    if oversized(result):  # far past any exercise's answer: refused before it is written out
+                        answer["error"] = f"{job['call']} returned more than {most:,} lists and numbers"
+                    else:
+                        try:
+                            answer["result"] = loads(dumps(result))
+                        except (TypeError, ValueError):
+                            answer["error"] = f"{job['call']} returned a {type(result).__name__}, not numbers and lists"
                 else:
                     exec(compile(job["source"], job["name"], "exec"), namespace)
             except BaseException as e:
@@ -1097,6 +1115,11 @@ def _reason(error: str) -> str:
 _REFUSED = "score refuses this in a graded notebook: "
 
 
+MAX_LINE = 50_000_000  # characters in one line from a process: far past any answer (the learner's process refuses
+# an answer of more than a million lists and numbers before it writes it), short of filling the grader's memory
+_TOO_LONG = object()  # what the reader puts in place of a longer line
+
+
 class _Stopped(Exception):
     """Why the grading of a notebook ended before its last cell."""
 
@@ -1114,9 +1137,19 @@ class _Process:
                                       stderr=self.stderr, cwd=folder, env=env, text=True, encoding="utf-8",
                                       errors="replace")
         self.lines: queue.Queue = queue.Queue()  # its lines, then None when its stdout closes
-        self.reader = threading.Thread(target=lambda: [*map(self.lines.put, self.child.stdout), self.lines.put(None)],
-                                       daemon=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+
+    def _read(self) -> None:
+        """Its lines, each up to MAX_LINE characters; past that, _TOO_LONG and no more (it is killed at close)."""
+        while True:
+            line = self.child.stdout.readline(MAX_LINE + 1)
+            if len(line) > MAX_LINE:
+                self.lines.put(_TOO_LONG)
+                return
+            self.lines.put(line or None)
+            if not line:
+                return
 
     def send(self, body: dict) -> None:
         try:
@@ -1130,6 +1163,9 @@ class _Process:
             line = self.lines.get(timeout=max(0.0, self.deadline - time.monotonic()))
         except queue.Empty:
             raise _Stopped(f"the notebook ran longer than the time limit ({self.timeout:g} s)") from None
+        if line is _TOO_LONG:
+            raise _Stopped(f"the notebook wrote a line of more than {MAX_LINE:,} characters to the {self.who}'s "
+                           f"channel (far larger than any answer)")
         if line is None:
             self.child.wait()
             self.stderr.seek(0)
