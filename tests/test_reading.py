@@ -293,6 +293,31 @@ def test_k_composition_reaches_1_only_at_rank_one_and_identities_score_one_over_
         assert circuits.frobenius(AB) <= circuits.frobenius(A) * circuits.frobenius(B) * (1 + 1e-12)
 
 
+def test_composed_qk_is_the_later_heads_score_of_what_the_earlier_head_wrote():
+    trained = reading.trained_model()
+    E, (w0, w1) = trained.token_embeddings, trained.layers
+    d_v, d_k = len(w0.W_V[0][0]), len(w1.W_Q[0][0])
+    for h, g in ((1, 0), (0, 2)):
+        M = circuits.composed_qk(trained, 1, h, g)
+        for t, u in ((5, 7), (11, 11), (0, 36)):  # by loops: q = E_t W_Q; k = (E_u W_V^g W_O^g) W_K
+            q = [math.fsum(E[t][r] * w1.W_Q[h][r][c] for r in range(len(E[t]))) for c in range(d_k)]
+            v = [math.fsum(E[u][r] * w0.W_V[g][r][c] for r in range(len(E[u]))) for c in range(d_v)]
+            wrote = [math.fsum(v[c] * w0.W_O[g * d_v + c][m] for c in range(d_v)) for m in range(len(E[u]))]
+            k = [math.fsum(wrote[r] * w1.W_K[h][r][c] for r in range(len(wrote))) for c in range(d_k)]
+            assert math.isclose(M[t][u], math.fsum(a * b for a, b in zip(q, k)) / math.sqrt(d_k), rel_tol=1e-9, abs_tol=1e-12)
+    # 07c: through the previous-character head, the induction head's rows peak on the diagonal far more often
+    # than any other pair's
+    diagonal = {(g, h): sum(row.index(max(row)) == t for t, row in enumerate(circuits.composed_qk(trained, 1, h, g)) if t)
+                for g in range(3) for h in range(2)}
+    assert max(diagonal, key=diagonal.get) == (0, 1) and diagonal[0, 1] > 2 * max(n for k, n in diagonal.items() if k != (0, 1))
+    for args, message in (((0, 0, 0), "composed_qk: layer is 0; its heads read no earlier head"),
+                          ((2, 0, 0), "composed_qk: layer is 2; the model's layers are 0 to 1"),
+                          ((1, 2, 0), "composed_qk: head is 2; this layer's heads are 0 to 1"),
+                          ((1, 0, 3), "composed_qk: head is 3; this layer's heads are 0 to 2")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            circuits.composed_qk(trained, *args)
+
+
 def test_a_head_that_copies_gives_every_token_back():
     I = eye(V)
     layer = MHAWeights([I], [I], [I], I)

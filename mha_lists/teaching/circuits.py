@@ -28,6 +28,8 @@ wrote, so that pair should score highest. Two random matrices give about 1/sqrt(
 qk_circuit, ov_circuit            a head's W_QK and W_OV (d_model, d_model)
 positional_scores                 P W_QK P^T (times the scale) of a layer-0 head
 k_composition, Composition        the K-composition score of every earlier-later pair
+composed_qk                       E W_QK (E W_OV)^T: which token a later head's query looks for in
+                                  what an earlier head wrote at the key
 copies                            for each token, the token a head's OV circuit raises most
 frobenius                         ||M||_F
 ================================  ===================================================
@@ -40,10 +42,10 @@ from typing import NamedTuple
 
 from ..core.attention import MHAWeights, check_weights
 from ..core.checks import check_int, check_matrix, quote_int, too_large
-from ..core.matrix import Matrix, product
+from ..core.matrix import Matrix, finite, product
 from .model import Model, check_model
 
-__all__ = ["qk_circuit", "ov_circuit", "positional_scores", "k_composition", "copies", "frobenius"]
+__all__ = ["qk_circuit", "ov_circuit", "positional_scores", "k_composition", "composed_qk", "copies", "frobenius"]
 
 
 def _check_head(func: str, w: object, head: object) -> dict[str, int]:
@@ -145,6 +147,33 @@ def _k_composition(model: Model) -> list[Composition]:
                 score = _norm(product(QK, OV_T)) / (_norm(QK) * _norm(OV))
                 out.append(Composition((layer - 1, g), (layer, h), score))
     return out
+
+
+def composed_qk(model: Model, layer: int, head: int, earlier: int) -> Matrix:  # -> (vocab_size, vocab_size)
+    """E W_QK (E W_OV)^T times the scale, W_QK head ``head``'s of ``layer`` and W_OV head ``earlier``'s of the
+    layer before: row t, a query holding token t's embedding; column u, a key holding what the earlier head
+    writes when it attends to token u. Its part of the later head's score, from the weights alone. When the
+    earlier head reads the token before, a head that looks for "the token after an earlier copy of mine"
+    (an induction head) draws a diagonal.
+
+    >>> earlier = MHAWeights([[[1.0], [0.0]]], [[[1.0], [0.0]]], [[[0.0], [1.0]]], [[1.0, 0.0]])  # W_OV: e_1 -> e_0
+    >>> later = MHAWeights([[[1.0], [0.0]]], [[[1.0], [0.0]]], [[[1.0], [0.0]]], [[1.0, 0.0]])  # W_QK: e_0 . e_0
+    >>> model = Model([[1.0, 0.0], [0.0, 1.0]], [[0.0, 0.0]], [earlier, later], [[1.0, 0.0], [0.0, 1.0]], scale=1.0)
+    >>> composed_qk(model, 1, 0, 0)  # a query holding token 0 looks for a key where token 1 was read
+    [[0.0, 1.0], [0.0, 0.0]]
+    """
+    if isinstance(layer, int) and not isinstance(layer, bool) and layer == 0:
+        raise ValueError("composed_qk: layer is 0; its heads read no earlier head (give layer 1 or later)")
+    w = _check_layer_head("composed_qk", model, layer, head)
+    _check_layer_head("composed_qk", model, layer - 1, earlier)
+    scale = 1 / math.sqrt(len(w.W_Q[0][0])) if model.scale is None else model.scale
+    E = model.token_embeddings
+    try:
+        written = product(E, ov_circuit(model.layers[layer - 1], earlier))  # row u: what the earlier head writes
+        scores = product(product(E, qk_circuit(w, head)), [list(col) for col in zip(*written)])
+        return finite([[scale * s for s in row] for row in scores], "the scores")
+    except OverflowError as error:
+        raise too_large("composed_qk", error) from None
 
 
 def copies(model: Model, layer: int, head: int) -> list[int]:
