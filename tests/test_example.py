@@ -188,6 +188,7 @@ def test_require_standard_heads_names_the_setting_it_refuses():
     with pytest.raises(ValueError, match=r"^notebook 09 needs num_kv_heads == num_heads \(2\), got num_kv_heads=1: "):
         running_example(num_kv_heads=1).require_standard_heads("09")
     running_example(num_kv_heads=1).require_standard_heads("12", kv_per_head=False)  # 12 shares K and V itself
+    running_example(d_k=4, d_v=12).require_standard_heads("02-06", equal_sizes=False)  # 02-06 counts any sizes
     for settings, got in (({"d_k": 3, "d_v": 5}, "d_k=3, d_v=5"), ({"d_k": 4}, "d_k=4, d_v=8"),
                           ({"num_heads": 3, "d_k": 5, "d_v": 5}, "d_k=5, d_v=5")):
         with pytest.raises(ValueError, match=rf"^notebook 13 needs d_k == d_v == d_model / num_heads \(.*\), got {got}: "):
@@ -196,6 +197,8 @@ def test_require_standard_heads_names_the_setting_it_refuses():
         running_example().require_standard_heads(9)
     with pytest.raises(TypeError, match=r"^require_standard_heads: kv_per_head must be True or False"):
         running_example().require_standard_heads("09", kv_per_head=1)
+    with pytest.raises(TypeError, match=r"^require_standard_heads: equal_sizes must be True or False"):
+        running_example().require_standard_heads("09", equal_sizes=None)
 
 
 def test_the_example_is_not_shared_between_calls():

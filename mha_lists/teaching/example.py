@@ -195,11 +195,11 @@ class Example(NamedTuple):
         """The same example with some settings changed: ``ex.rebuild(bias=True)``."""
         return running_example(**{**self.settings, **changes})
 
-    def require_standard_heads(self, notebook: str, *, kv_per_head: bool = True) -> None:
+    def require_standard_heads(self, notebook: str, *, kv_per_head: bool = True, equal_sizes: bool = True) -> None:
         """Refuse, naming the setting, heads other than the ones ``notebook``'s formulas are written for: a K
         and a V for every query head (``num_kv_heads == num_heads``; not checked with ``kv_per_head=False``),
-        and ``d_k == d_v == d_model / num_heads``. Notebook 12 shares K and V among heads; notebook 15 sizes
-        heads in other ways.
+        and ``d_k == d_v == d_model / num_heads`` (not checked with ``equal_sizes=False``). Notebook 12 shares
+        K and V among heads; notebook 15 sizes heads in other ways.
 
         >>> running_example(num_kv_heads=1).require_standard_heads("09")
         Traceback (most recent call last):
@@ -212,12 +212,13 @@ class Example(NamedTuple):
         """
         check_type("require_standard_heads", "notebook", notebook, str, "a str (the notebook's number)")
         check_type("require_standard_heads", "kv_per_head", kv_per_head, bool, "True or False")
+        check_type("require_standard_heads", "equal_sizes", equal_sizes, bool, "True or False")
         if kv_per_head and self.num_kv_heads != self.num_heads:
             raise ValueError(f"notebook {notebook} needs num_kv_heads == num_heads ({self.num_heads}), got "
                              f"num_kv_heads={self.num_kv_heads}: its formulas give every head its own K and V "
                              f"(notebook 12 shares them)")
         width = self.d_model // self.num_heads
-        if self.num_heads * width != self.d_model or self.d_k != width or self.d_v != width:
+        if equal_sizes and (self.num_heads * width != self.d_model or self.d_k != width or self.d_v != width):
             raise ValueError(f"notebook {notebook} needs d_k == d_v == d_model / num_heads ({self.d_model / self.num_heads:g}), "
                              f"got d_k={self.d_k}, d_v={self.d_v}: its formulas cut d_model into num_heads equal heads "
                              f"(notebook 15 sizes heads in other ways)")
