@@ -61,6 +61,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Optional
 
+from ..core.attention import MHAWeights
 from ..core.matrix import Matrix, product
 from ..core.checks import check_int, check_number, check_positive_int, check_type, quote_int, shorten, too_large
 from ..core.softmax_and_masks import softmax_of_rows
@@ -524,6 +525,13 @@ def copying(model: Model, sentence: str, text: str) -> Copying:
                    None if copy is None else p[copy], p[ids[stop]])
 
 
+def _written(w: MHAWeights, head: int, rows: Matrix) -> Matrix:
+    """What head ``head`` of layer ``w`` writes into the stream for its output ``rows``: each row times the head's
+    block of d_v rows of W_O."""
+    d_v = len(w.W_V[0][0])
+    return product(rows, w.W_O[head * d_v:(head + 1) * d_v])
+
+
 class Vote(NamedTuple):
     """One part of the residual stream, and how much it favours one next character over another."""
     part: str  # "the character itself" (its embedding), "L{layer}H{head}" (what that head wrote), or "b_U"
@@ -573,10 +581,8 @@ def votes(model: Model, text: str, a: str, b: str) -> list[Vote]:
         trace = run(model, encode(text)[-T:])
         ballot = [Vote(first, vote(trace.streams[0][-1]))]
         for n, (w, layer) in enumerate(zip(model.layers, trace.layers)):
-            d_v = len(w.W_V[0][0])
             for h, head in enumerate(layer.head_outputs):
-                written = product([head[-1]], w.W_O[h * d_v:(h + 1) * d_v])[0]  # its row times its block of W_O
-                ballot.append(Vote(f"L{n}H{h}", vote(written)))  # (check_model refuses attention biases)
+                ballot.append(Vote(f"L{n}H{h}", vote(_written(w, h, [head[-1]])[0])))  # (no attention biases)
     except (OverflowError, ValueError) as error:  # past float64's range (fsum: inf - inf is a ValueError)
         raise too_large("votes", error) from None
     if model.b_U is not None:
@@ -619,7 +625,6 @@ def key_parts(model: Model, text: str, head: int, query: int) -> list[KeyPart]:
                          "positions only to layer 0's queries and keys, as the model of the book does")
     w0, w1 = model.layers[:2]
     W_K = w1.W_K[head * len(w1.W_K) // num_heads]  # the key head this query head reads
-    d_v = len(w0.W_V[0][0])
     try:
         trace = run(model, encode(text))
         q = trace.layers[1].Q[head][query]
@@ -630,8 +635,7 @@ def key_parts(model: Model, text: str, head: int, query: int) -> list[KeyPart]:
 
         parts = [KeyPart("the character itself", term(trace.streams[0][:query + 1]))]
         for g, out in enumerate(trace.layers[0].head_outputs):
-            written = product(out[:query + 1], w0.W_O[g * d_v:(g + 1) * d_v])  # what head g wrote at each key
-            parts.append(KeyPart(f"L0H{g}", term(written)))
+            parts.append(KeyPart(f"L0H{g}", term(_written(w0, g, out[:query + 1]))))
     except (OverflowError, ValueError) as error:
         raise too_large("key_parts", error) from None
     return parts

@@ -1424,6 +1424,11 @@ def _library_function(name: str) -> Any:
     return function
 
 
+def _with_twins(names: tuple, twins: dict) -> tuple:
+    """``names`` and each one's twins, in order, each once."""
+    return tuple(dict.fromkeys(part for name in names for part in (name, *twins.get(name, ()))))
+
+
 @contextlib.contextmanager
 def _set_aside(functions: dict[str, Any], lock: Any) -> Any:
     """Inside, each function of ``functions`` (name -> function) raises when called, in every thread; after,
@@ -1462,7 +1467,7 @@ def without(*names: str) -> Any:
     Each function's twins (``TWINS``: the library's other ways to the same answer) are set aside with it. The
     functions raise in every thread while a block is open; a block in a second thread waits for the first.
     """
-    names = tuple(dict.fromkeys(part for name in names for part in (name, *TWINS.get(name, ()))))
+    names = _with_twins(names, TWINS)
     functions = {name: _library_function(name) for name in names}
     with _ASIDE:
         FORBIDDEN[:] = names
@@ -1489,11 +1494,11 @@ def learner_without() -> Any:
     """
     twins = {name: tuple(parts) for name, parts in TWINS.items()}
     functions = {name: _library_function(name) for key, parts in twins.items() for name in (key, *parts)}
-    set_aside, lock = _set_aside, _ASIDE
+    set_aside, lock, with_twins = _set_aside, _ASIDE, _with_twins
 
     @contextlib.contextmanager
     def without_in_learner(*names: str) -> Any:
-        named = tuple(dict.fromkeys(part for name in names for part in (name, *twins.get(name, ()))))
+        named = with_twins(names, twins)
         unknown = [name for name in named if name not in functions]
         if unknown:
             raise ValueError(f"without: {shorten(unknown[0])} is not a function a check may set aside (TWINS)")
